@@ -1,0 +1,17 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+  name: "AsyncCombinators",
+  platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+  products: [
+    .library(name: "AsyncCombinators", targets: ["AsyncCombinators"])
+  ],
+  targets: [
+    .target(name: "AsyncCombinators"),
+    .executableTarget(name: "Tour", dependencies: ["AsyncCombinators"]),
+    .executableTarget(name: "Benchmarks", dependencies: ["AsyncCombinators"]),
+    .testTarget(name: "AsyncCombinatorsTests", dependencies: ["AsyncCombinators"]),
+  ],
+  swiftLanguageModes: [.v6]
+)

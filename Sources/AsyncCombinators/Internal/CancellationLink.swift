@@ -1,0 +1,38 @@
+import Synchronization
+
+/// Forwards a run's cancellation to a request or task until that work has finished, then
+/// takes its handler off the token, so a long run does not keep handlers of finished stages.
+final class CancellationLink: Sendable {
+  private enum State {
+    /// Neither connected nor finished yet.
+    case idle
+    /// The token's handler is registered and must be removed on finish.
+    case connected(CancellationToken.Registration)
+    /// The work finished (possibly before `connect`): nothing to forward any more.
+    case finished
+  }
+
+  private let state = Mutex(State.idle)
+
+  func connect(_ token: CancellationToken, to target: some Cancellable) {
+    let registration = token.onCancel { target.cancel() }
+    let stillRunning = state.withLock { state in
+      guard case .idle = state else { return false }
+      state = .connected(registration)
+      return true
+    }
+    if !stillRunning { registration.remove() }
+  }
+
+  func finish() {
+    let registration = state.withLock { state -> CancellationToken.Registration? in
+      defer { state = .finished }
+      guard case .connected(let registration) = state else { return nil }
+      return registration
+    }
+    registration?.remove()
+  }
+}
+
+/// A `Task` is a request handle like any other: cancelling it cancels the task.
+extension Task: Cancellable {}

@@ -1,0 +1,107 @@
+/// A value flowing between stages once their types have been erased.
+@usableFromInline typealias AnyValue = any Sendable
+@usableFromInline typealias AnyResult = Result<AnyValue, any Error>
+
+/// What a function is called and where it was made: for diagnostics, descriptions, timelines.
+@usableFromInline
+struct Label: Sendable {
+  @usableFromInline var name: String?
+  @usableFromInline var fileID: String
+  @usableFromInline var line: Int
+
+  @inlinable
+  init(name: String?, fileID: String, line: Int) {
+    self.name = name
+    self.fileID = fileID
+    self.line = line
+  }
+
+  /// `name` when given, else `File.swift:12`.
+  var display: String { name ?? "\(Label.fileName(fileID)):\(line)" }
+
+  static func fileName(_ fileID: String) -> Substring {
+    fileID.split(separator: "/").last ?? Substring(fileID)
+  }
+}
+
+/// How a stage shows up in `String(describing:)` of the function that contains it.
+@usableFromInline
+enum Shape: Sendable {
+  /// A primitive stage: its name or where it was made.
+  case stage(Label)
+  /// Plumbing that adds nothing a reader needs to see (the constant stage of `bind`).
+  case hidden
+  /// Branches that run at once (`<>`, `parallel`).
+  case parallel([Program])
+  /// An operation applied to one inner function, shown as the call that made it:
+  /// `fetch.retry(2)`, `(a +> b).timeout(.seconds(1))`.
+  case modified(Program, String)
+}
+
+/// The erased form of every ``AsyncFunc``: a tree the interpreter in `Run` walks with an
+/// explicit stack, so running it never recurses once per stage.
+@usableFromInline
+enum Program: Sendable {
+  /// A callback stage: it completes through a `StageCompletion`, maybe on another thread.
+  case callback(CallbackStage)
+  /// A synchronous stage that returns or throws; it cannot break the callback contract.
+  case direct(DirectStage)
+  /// `first +> second`.
+  indirect case serial(Program, Program)
+  /// The serial fold of an array; empty is the identity.
+  case sequence([Program])
+
+  var shape: Shape {
+    switch self {
+    case .callback(let stage): stage.shape
+    case .direct(let stage): stage.shape
+    case .serial, .sequence: .hidden
+    }
+  }
+}
+
+@usableFromInline
+final class CallbackStage: Sendable {
+  let shape: Shape
+  let label: Label
+  let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+
+  @usableFromInline
+  init(
+    shape: Shape, label: Label,
+    body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+  ) {
+    self.shape = shape
+    self.label = label
+    self.body = body
+  }
+}
+
+@usableFromInline
+final class DirectStage: Sendable {
+  let shape: Shape
+  let label: Label
+  let body: @Sendable (AnyValue) throws -> AnyValue
+
+  @usableFromInline
+  init(shape: Shape, label: Label, body: @escaping @Sendable (AnyValue) throws -> AnyValue) {
+    self.shape = shape
+    self.label = label
+    self.body = body
+  }
+}
+
+/// Takes a value back out of its erased form.
+///
+/// The interpreter only ever hands a stage the output of the stage before it, so the dynamic
+/// type is `Value` by construction. Opening the existential and reinterpreting skips the
+/// general-purpose `as!` machinery, which costs more than a whole synchronous stage; debug
+/// builds still check the type.
+@inlinable
+func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
+  func open<Contained>(_ contained: Contained) -> Value {
+    assert(Contained.self == Value.self, "AsyncCombinators: stage got \(Contained.self)")
+    return unsafeBitCast(contained, to: Value.self)
+  }
+  return open(value)
+}

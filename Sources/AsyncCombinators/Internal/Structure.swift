@@ -1,0 +1,57 @@
+/// `String(describing:)` of a function: its structure written with the operators that built it.
+extension Program {
+  var structure: String { describe(in: .top) }
+
+  private enum Context {
+    case top
+    case serialElement
+    case parallelElement
+    case modifierBase
+  }
+
+  private func describe(in context: Context) -> String {
+    let parts = serialParts().filter {
+      if case .hidden = $0.shape { return false }
+      return true
+    }
+    guard parts.count == 1 else {
+      if parts.isEmpty { return "identity" }
+      let chain = parts.map { $0.describe(in: .serialElement) }.joined(separator: " +> ")
+      return context == .top ? chain : "(\(chain))"
+    }
+    switch parts[0].shape {
+    case .stage(let label):
+      return label.display
+    case .hidden:
+      return "identity"
+    case .parallel(let branches):
+      let text = branches.enumerated().map { index, branch in
+        // `<>` is left-associative: a parallel on the left needs no parentheses.
+        if index == 0, case .parallel = branch.shape { return branch.describe(in: .top) }
+        return branch.describe(in: .parallelElement)
+      }.joined(separator: " <> ")
+      return context == .top ? text : "(\(text))"
+    case .modified(let inner, let call):
+      return "\(inner.describe(in: .modifierBase)).\(call)"
+    }
+  }
+
+  /// The stages of a serial composition in order, however it was nested. Iterative, so a
+  /// chain of 100,000 `+>` describes without deep recursion.
+  private func serialParts() -> [Program] {
+    var parts: [Program] = []
+    var pending = [self]
+    while let next = pending.popLast() {
+      switch next {
+      case .serial(let first, let second):
+        pending.append(second)
+        pending.append(first)
+      case .sequence(let programs):
+        pending.append(contentsOf: programs.reversed())
+      case .callback, .direct:
+        parts.append(next)
+      }
+    }
+    return parts
+  }
+}

@@ -1,0 +1,47 @@
+import Synchronization
+
+/// Watches the stages of a run start and end: the hook that timelines are built on.
+///
+/// Pass an observer to ``AsyncFunc/run(_:observer:completion:)``. It sees every primitive
+/// stage (each function made with an initializer or a lift), including those inside parallel
+/// branches and wrapped operations, on the thread where the event happens. When no observer
+/// is given, the cost is one `nil` check per stage.
+public protocol RunObserver: Sendable {
+  /// A stage is about to start, on the current thread.
+  func stageStarted(_ stage: StageRecord)
+  /// The stage completed, on the thread that completed it.
+  func stageEnded(_ stage: StageRecord, failed: Bool)
+}
+
+/// One start of one stage, as seen by a ``RunObserver``.
+public struct StageRecord: Sendable, Hashable {
+  /// Distinguishes this start from every other in the process.
+  public let id: UInt64
+  /// The stage's `name:`, or `File.swift:line` where it was made.
+  public let name: String
+}
+
+/// Pairs a stage's start with its end for an observer.
+final class StageEvent: Sendable {
+  private static let nextID = Atomic<UInt64>(0)
+
+  let record: StageRecord
+  let observer: any RunObserver
+
+  private init(record: StageRecord, observer: any RunObserver) {
+    self.record = record
+    self.observer = observer
+  }
+
+  static func begin(_ shape: Shape, _ observer: any RunObserver) -> StageEvent? {
+    guard case .stage(let label) = shape else { return nil }
+    let id = nextID.add(1, ordering: .relaxed).newValue
+    let event = StageEvent(record: StageRecord(id: id, name: label.display), observer: observer)
+    observer.stageStarted(event.record)
+    return event
+  }
+
+  func end(failed: Bool) {
+    observer.stageEnded(record, failed: failed)
+  }
+}
