@@ -72,9 +72,10 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
   @inlinable
   public init(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
-    _ body: @escaping @Sendable (
-      _ input: Input, _ token: CancellationToken, _ complete: @escaping Completion
-    ) -> Void
+    _ body:
+      @escaping @Sendable (
+        _ input: Input, _ token: CancellationToken, _ complete: @escaping Completion
+      ) -> Void
   ) {
     self.init(label: Label(name: name, fileID: fileID, line: line), body: body)
   }

@@ -60,7 +60,8 @@ extension AsyncFunc {
   /// ```
   public static func valueOrError(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
-    _ body: @escaping @Sendable (Input, @escaping @Sendable (Output?, (any Error)?) -> Void)
+    _ body:
+      @escaping @Sendable (Input, @escaping @Sendable (Output?, (any Error)?) -> Void)
       -> Void
   ) -> AsyncFunc {
     let label = Label(name: name, fileID: fileID, line: line)

@@ -17,7 +17,9 @@ nonisolated func bench(_ n: Int, _ which: String) {
     if which.contains("c") { chain.run(0) { r in sink.v.store(try! r.get(), ordering: .relaxed) } }
     let a = Double(now() - t) / Double(n)
     t = now()
-    if which.contains("s") { syncChain.run(0) { r in sink.v.store(try! r.get(), ordering: .relaxed) } }
+    if which.contains("s") {
+      syncChain.run(0) { r in sink.v.store(try! r.get(), ordering: .relaxed) }
+    }
     let b = Double(now() - t) / Double(n)
     t = now()
     var v = 0
@@ -26,4 +28,6 @@ nonisolated func bench(_ n: Int, _ which: String) {
     print(String(format: "callback %.1f  sync %.1f  cps %.1f  (%d)", a, b, c, v))
   }
 }
-bench(Int(ProcessInfo.processInfo.environment["N"] ?? "1000000")!, CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "cs")
+bench(
+  Int(ProcessInfo.processInfo.environment["N"] ?? "1000000")!,
+  CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "cs")
