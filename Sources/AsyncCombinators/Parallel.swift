@@ -21,7 +21,7 @@ public func <> <A, B, C>(first: AsyncFunc<A, B>, second: AsyncFunc<A, C>)
   let label = Label(name: nil, fileID: #fileID, line: #line)
   return AsyncFunc(
     program: ForkJoin.stage([first.program, second.program], label: label) { values in
-      (values[0] as! B, values[1] as! C)
+      (unbox(values[0]!, as: B.self), unbox(values[1]!, as: C.self))
     })
 }
 
@@ -46,7 +46,7 @@ public func parallel<Input: Sendable, each Output: Sendable>(
       var index = 0
       func next<Element>(_: Element.Type) -> Element {
         defer { index += 1 }
-        return values[index] as! Element
+        return unbox(values[index]!)
       }
       return (repeat next((each Output).self))
     })
@@ -69,7 +69,7 @@ extension AsyncFunc {
     let label = Label(name: nil, fileID: #fileID, line: #line)
     return AsyncFunc<Input, [Output]>(
       program: ForkJoin.stage(functions.map(\.program), label: label) { values in
-        values.map { $0 as! Output }
+        values.map { unbox($0!, as: Output.self) }
       })
   }
 }

@@ -1,33 +1,39 @@
-import AsyncCombinators
-import Dispatch
 import Foundation
-import Synchronization
 
-func now() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-final class Sink: Sendable { let v = Atomic<Int>(0) }
+// `swift run -c release Benchmarks` prints every scenario, each against a hand-written
+// baseline measured in the same run. Medians of five; ratios matter more than nanoseconds.
 
-nonisolated func bench(_ n: Int, _ which: String) {
-  let stages = (0..<n).map { _ in AsyncFunc<Int, Int> { x, c in c(.success(x &+ 1)) } }
-  let chain = AsyncFunc.serial(stages)
-  let syncChain = AsyncFunc.serial((0..<n).map { _ in AsyncFunc<Int, Int>.sync { $0 &+ 1 } })
-  let cps: [@Sendable (Int, (Int) -> Void) -> Void] = (0..<n).map { _ in { x, k in k(x &+ 1) } }
-  let sink = Sink()
-  for _ in 0..<(n < 1_000_000 ? 1 : 5) {
-    var t = now()
-    if which.contains("c") { chain.run(0) { r in sink.v.store(try! r.get(), ordering: .relaxed) } }
-    let a = Double(now() - t) / Double(n)
-    t = now()
-    if which.contains("s") {
-      syncChain.run(0) { r in sink.v.store(try! r.get(), ordering: .relaxed) }
-    }
-    let b = Double(now() - t) / Double(n)
-    t = now()
-    var v = 0
-    for s in cps { s(v) { v = $0 } }
-    let c = Double(now() - t) / Double(n)
-    print(String(format: "callback %.1f  sync %.1f  cps %.1f  (%d)", a, b, c, v))
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.first == "--memory", let kind = arguments.dropFirst().first {
+  runParallelMemory(kind)
+  exit(0)
+}
+
+print("AsyncCombinators benchmarks (release build, medians of 5)")
+if arguments.first == "--serial" {
+  // A smaller chain for instruction counting under valgrind.
+  runSerialScenario(stages: arguments.dropFirst().first.flatMap { Int($0) } ?? 1_000_000)
+  exit(0)
+}
+runSerialScenario()
+runParallelScenario()
+
+// Peak memory needs a process per figure: a peak never goes down.
+var peaks: [(String, Double)] = []
+for kind in ["ours", "dispatch", "taskgroup"] {
+  let child = Process()
+  child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+  child.arguments = ["--memory", kind]
+  let pipe = Pipe()
+  child.standardOutput = pipe
+  try child.run()
+  child.waitUntilExit()
+  let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+  if let figure = output.split(separator: " ").last.flatMap({
+    Double($0.trimmingCharacters(in: .whitespacesAndNewlines))
+  }) {
+    peaks.append((kind, figure))
   }
 }
-bench(
-  Int(ProcessInfo.processInfo.environment["N"] ?? "1000000")!,
-  CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "cs")
+let memory = peaks.map { "\($0.0) \(format($0.1)) MB" }.joined(separator: " | ")
+print("parallel, 100000 branches, peak memory        \(memory)")

@@ -5,8 +5,9 @@ import Synchronization
 /// The branches share a child token: the first failure (or the parent's cancellation) marks
 /// the join done under the lock, cancels every branch, and completes the stage; whatever the
 /// branches deliver afterwards is ignored. Because the join reacts to cancellation itself,
-/// the branch runs need no cancellation registration of their own.
-final class ForkJoin: Sendable {
+/// the branch runs need no cancellation registration of their own. A branch that is a single
+/// callback stage (the common case) is started directly, without a `Run` around it.
+final class ForkJoin: StageSink {
   private struct State {
     /// Each branch's value, by branch index, until all have arrived.
     var slots: [AnyValue?]
@@ -19,11 +20,11 @@ final class ForkJoin: Sendable {
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
   private let completion: StageCompletion
-  private let assemble: @Sendable ([AnyValue]) -> AnyValue
+  private let assemble: @Sendable ([AnyValue?]) -> AnyValue
 
   private init(
     count: Int, branches: CancellationToken, link: CancellationToken.Registration,
-    completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue]) -> AnyValue
+    completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
   ) {
     state = Mutex(State(slots: Array(repeating: nil, count: count), remaining: count))
     self.branches = branches
@@ -33,10 +34,10 @@ final class ForkJoin: Sendable {
   }
 
   /// A callback stage that forks `programs` and completes with `assemble` of their values,
-  /// in branch order.
+  /// in branch order (every element is non-`nil` by then).
   static func stage(
     _ programs: [Program], label: Label,
-    assemble: @escaping @Sendable ([AnyValue]) -> AnyValue
+    assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
   ) -> Program {
     .callback(
       CallbackStage(shape: .parallel(programs), label: label) { input, token, completion in
@@ -46,7 +47,7 @@ final class ForkJoin: Sendable {
 
   private static func start(
     _ programs: [Program], input: AnyValue, token: CancellationToken,
-    completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue]) -> AnyValue
+    completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
   ) {
     guard !programs.isEmpty else { return completion.complete(.success(assemble([]))) }
     let (branches, link) = token.makeChild()
@@ -56,25 +57,34 @@ final class ForkJoin: Sendable {
     branches.onCancel { join.fail(CancellationError()) }
     for (index, program) in programs.enumerated() {
       if branches.isCancelled { break }  // A branch failed already: start no more.
-      Run(token: branches, ownsCancellation: false) { join.deliver(index, $0) }
-        .start(program, input)
+      if case .callback(let stage) = program {
+        let completion = StageCompletion(
+          sink: join, branch: index, stage: stage, observer: branches.observer)
+        stage.body(input, branches, completion)
+      } else {
+        Run(token: branches, ownsCancellation: false) { result in
+          switch result {
+          case .success(let value): join.stageSucceeded(value, branch: index)
+          case .failure(let error): join.stageFailed(error, branch: index)
+          }
+        }.start(program, input)
+      }
     }
   }
 
-  private func deliver(_ index: Int, _ result: AnyResult) {
-    let value: AnyValue
-    switch result {
-    case .failure(let error): return fail(error)
-    case .success(let success): value = success
-    }
-    let values = state.withLock { state -> [AnyValue]? in
+  func stageFailed(_ error: any Error, branch _: Int) {
+    fail(error)
+  }
+
+  func stageSucceeded(_ value: AnyValue, branch index: Int) {
+    let values = state.withLock { state -> [AnyValue?]? in
       guard !state.isDone else { return nil }
       state.slots[index] = value
       state.remaining -= 1
       guard state.remaining == 0 else { return nil }
       state.isDone = true
       defer { state.slots = [] }
-      return state.slots.map { $0! }
+      return state.slots
     }
     guard let values else { return }
     link.remove()

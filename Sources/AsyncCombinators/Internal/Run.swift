@@ -1,16 +1,25 @@
 import Dispatch
 import Synchronization
 
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
 /// One execution of a `Program`: an interpreter that walks the tree with an explicit stack.
 ///
-/// A stage that completes on the thread that started it hands its value back through `phase`
-/// and the loop goes on (a trampoline), so a million synchronous stages use one stack frame.
-/// A stage that completes later, on any thread, resumes the loop on that thread.
+/// A stage that completes on the thread that started it, before its body returns, leaves its
+/// value in `slot` and the loop goes on (a trampoline), so a million synchronous stages use one
+/// stack frame. A stage that completes later, on any thread, resumes the loop on that thread.
 ///
-/// Only the thread holding the baton touches `baton`. The baton passes from the
+/// Only the thread holding the baton touches `baton` and `slot`. The baton passes from the
 /// driving thread to a completing thread through the `phase` compare-exchange (acquire and
-/// release), which is what makes the `@unchecked Sendable` below safe.
-final class Run: @unchecked Sendable {
+/// release); a completion on the driving thread itself, recognised by `drivingThread`, needs no
+/// handoff at all. That is what makes the `@unchecked Sendable` below safe.
+final class Run: StageSink, @unchecked Sendable {
   private enum Frame {
     /// Run this program next.
     case program(Program)
@@ -23,25 +32,36 @@ final class Run: @unchecked Sendable {
     static let running: UInt8 = 0
     /// The starting thread returned first; the completing thread continues the loop.
     static let suspended: UInt8 = 1
-    /// The stage completed before its body returned; the starting thread continues the loop.
-    static let completedInline: UInt8 = 2
+    /// The stage succeeded before its body returned; the starting thread continues the loop
+    /// with the value in `slot`.
+    static let succeededInline: UInt8 = 2
+    /// The stage failed before its body returned; the error is in `baton.failure`.
+    static let failedInline: UInt8 = 3
   }
 
   let token: CancellationToken
   private let finished = Atomic<Bool>(false)
   private let phase = Atomic<UInt8>(Phase.running)
+  /// The thread inside a stage body right now, or 0. Only that thread can ever read its own
+  /// identity here, so a relaxed load suffices to recognise an inline completion.
+  private let drivingThread = Atomic<UInt>(0)
   /// The state that travels with the baton. Behind a pointer rather than in `var`s because
   /// the baton protocol, not Swift's exclusivity checks, keeps its accesses apart, and those
   /// checks would cost more than the rest of a synchronous stage.
   private let baton: UnsafeMutablePointer<Baton>
+  /// Uninitialized except between a stage succeeding inline and the loop moving the value
+  /// out: initializing and moving, never assigning, keeps value witnesses off the hot path.
+  private let slot: UnsafeMutablePointer<AnyValue>
   private let onFinish: @Sendable (AnyResult) -> Void
   private var cancelRegistration: CancellationToken.Registration?
 
   private struct Baton {
     /// Where the loop stands, parked here while a stage runs asynchronously.
     var parked = Position()
-    /// A result passed from a completing thread to the driving one (`Phase.completedInline`).
-    var handoff: AnyResult?
+    /// The failure of a stage that failed before its body returned (`Phase.failedInline`).
+    var failure: (any Error)?
+    /// Set by a completion that ran on the driving thread inside the stage body.
+    var completedInline = Phase.running
   }
 
   /// What remains to run after the current stage: the sequence being walked (kept out of the
@@ -99,6 +119,7 @@ final class Run: @unchecked Sendable {
     self.onFinish = onFinish
     baton = .allocate(capacity: 1)
     baton.initialize(to: Baton())
+    slot = .allocate(capacity: 1)
     if ownsCancellation {
       // Strong on purpose: a weak reference would give every run a side table and slow each
       // retain. `finish` removes the registration, which breaks the cycle.
@@ -109,6 +130,7 @@ final class Run: @unchecked Sendable {
   deinit {
     baton.deinitialize(count: 1)
     baton.deallocate()
+    slot.deallocate()
   }
 
   func start(_ program: Program, _ input: AnyValue) {
@@ -123,6 +145,8 @@ final class Run: @unchecked Sendable {
     var position = start
     var node = first
     var value = input
+    /// The last stage's completion, kept for the next stage when nothing else holds it.
+    var spare: StageCompletion?
     while true {
       switch node {
       case .serial(let first, let second):
@@ -136,7 +160,8 @@ final class Run: @unchecked Sendable {
         }
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
-        let event = token.observer.flatMap { StageEvent.begin(stage.shape, $0) }
+        var event: StageEvent?
+        if let observer = token.observer { event = StageEvent.begin(stage.shape, observer) }
         do {
           value = try stage.body(value)
           event?.end(failed: false)
@@ -147,43 +172,73 @@ final class Run: @unchecked Sendable {
       case .callback(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
         phase.store(Phase.running, ordering: .relaxed)
+        baton.pointee.completedInline = Phase.running
         swap(&baton.pointee.parked, &position)
-        stage.body(value, token, StageCompletion(run: self, stage: stage))
-        if phase.compareExchange(
-          expected: Phase.running, desired: Phase.suspended, ordering: .acquiringAndReleasing
-        ).exchanged {
-          return  // The completion, whenever it comes, resumes the loop from `parked`.
+        var completion: StageCompletion
+        if let recycled = spare.take() {
+          recycled.recycle(for: stage)
+          completion = recycled
+        } else {
+          completion = StageCompletion(
+            sink: self, branch: 0, stage: stage, observer: token.observer)
+        }
+        drivingThread.store(currentThreadID(), ordering: .relaxed)
+        stage.body(value, token, completion)
+        drivingThread.store(0, ordering: .relaxed)
+        var outcome = baton.pointee.completedInline
+        if outcome == Phase.running {
+          let (exchanged, original) = phase.compareExchange(
+            expected: Phase.running, desired: Phase.suspended, ordering: .acquiringAndReleasing)
+          if exchanged { return }  // The completion, whenever it comes, resumes the loop.
+          outcome = original  // Another thread completed the stage before the body returned.
         }
         swap(&baton.pointee.parked, &position)
-        switch baton.pointee.handoff.take()! {
-        case .success(let next): value = next
-        case .failure(let error): return finish(.failure(error))
+        // If the user's copy of the closure is gone too, reuse the object for the next stage.
+        if isKnownUniquelyReferenced(&completion) && completion.isCalled { spare = completion }
+        guard outcome == Phase.succeededInline else {
+          return finish(.failure(baton.pointee.failure.take()!))
         }
+        value = slot.move()
       }
       guard let next = position.next() else { return finish(.success(value)) }
       node = next
     }
   }
 
-  /// Called exactly once per callback stage, by its `StageCompletion`.
-  fileprivate func stageCompleted(_ result: AnyResult) {
+  /// Called at most once per callback stage, by its `StageCompletion`.
+  func stageSucceeded(_ value: AnyValue, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
-    baton.pointee.handoff = result
+    slot.initialize(to: value)
+    if drivingThread.load(ordering: .relaxed) == currentThreadID() {
+      baton.pointee.completedInline = Phase.succeededInline
+      return
+    }
     if phase.compareExchange(
-      expected: Phase.running, desired: Phase.completedInline, ordering: .acquiringAndReleasing
+      expected: Phase.running, desired: Phase.succeededInline, ordering: .acquiringAndReleasing
     ).exchanged {
-      return  // The starting thread is still in `drive` and picks the result up.
+      return  // The starting thread is still in `drive` and moves the value out of `slot`.
     }
-    baton.pointee.handoff = nil
-    switch result {
-    case .failure(let error):
-      finish(.failure(error))
-    case .success(let value):
-      var position = Position()
-      swap(&baton.pointee.parked, &position)
-      guard let next = position.next() else { return finish(.success(value)) }
-      drive(next, value, from: position)
+    var position = Position()
+    swap(&baton.pointee.parked, &position)
+    guard let next = position.next() else { return finish(.success(slot.move())) }
+    drive(next, slot.move(), from: position)
+  }
+
+  /// Called at most once per callback stage, by its `StageCompletion`.
+  func stageFailed(_ error: any Error, branch _: Int) {
+    if finished.load(ordering: .acquiring) { return }
+    baton.pointee.failure = error
+    if drivingThread.load(ordering: .relaxed) == currentThreadID() {
+      baton.pointee.completedInline = Phase.failedInline
+      return
     }
+    if phase.compareExchange(
+      expected: Phase.running, desired: Phase.failedInline, ordering: .acquiringAndReleasing
+    ).exchanged {
+      return
+    }
+    baton.pointee.failure = nil
+    finish(.failure(error))
   }
 
   private func finish(_ result: AnyResult) {
@@ -193,31 +248,77 @@ final class Run: @unchecked Sendable {
   }
 }
 
+/// Where a callback stage's completion goes: the run it belongs to, or the fork-join that
+/// started it directly as one of its branches.
+protocol StageSink: AnyObject, Sendable {
+  func stageSucceeded(_ value: AnyValue, branch: Int)
+  func stageFailed(_ error: any Error, branch: Int)
+}
+
 /// The completion handed to one callback stage: it enforces exactly-once.
 ///
 /// A second call is dropped and reported; a completion released uncalled fails the run with
 /// ``ContractViolation`` (from `deinit`, so it costs nothing on the normal path).
+///
+/// `stage` and `event` are reassigned only when the driving loop recycles the object for the
+/// next stage, which it does only while it holds the sole reference (`isKnownUniquelyReferenced`
+/// after the stage completed inline): no other thread can then be reading them. That is what
+/// makes the `@unchecked Sendable` safe; `called` is atomic.
 @usableFromInline
-final class StageCompletion: Sendable {
-  private let run: Run
-  private let stage: CallbackStage
+final class StageCompletion: @unchecked Sendable {
+  private let sink: any StageSink
+  /// Which branch of a fork-join this stage is; 0 for a stage of a `Run`.
+  private let branch: Int
+  private let observer: (any RunObserver)?
+  fileprivate var stage: CallbackStage
   private let called = Atomic<Bool>(false)
-  private let event: StageEvent?
+  private var event: StageEvent?
 
-  fileprivate init(run: Run, stage: CallbackStage) {
-    self.run = run
+  init(sink: any StageSink, branch: Int, stage: CallbackStage, observer: (any RunObserver)?) {
+    self.sink = sink
+    self.branch = branch
     self.stage = stage
-    self.event = run.token.observer.flatMap { StageEvent.begin(stage.shape, $0) }
+    self.observer = observer
+    if let observer { event = StageEvent.begin(stage.shape, observer) }
+  }
+
+  /// Readies a completion whose previous stage completed and whose closure is gone.
+  fileprivate func recycle(for stage: CallbackStage) {
+    self.stage = stage
+    if let observer { event = StageEvent.begin(stage.shape, observer) }
+    called.store(false, ordering: .relaxed)
+  }
+
+  /// Whether the stage has completed; read by the loop before recycling.
+  fileprivate var isCalled: Bool { called.load(ordering: .relaxed) }
+
+  private func claim() -> Bool {
+    guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
+      ContractViolation.report(ContractViolation(.completionCalledTwice, stage.label))
+      return false
+    }
+    return true
   }
 
   @usableFromInline
+  func succeed(_ value: AnyValue) {
+    guard claim() else { return }
+    event?.end(failed: false)
+    sink.stageSucceeded(value, branch: branch)
+  }
+
+  @usableFromInline
+  func fail(_ error: any Error) {
+    guard claim() else { return }
+    event?.end(failed: true)
+    sink.stageFailed(error, branch: branch)
+  }
+
   func complete(_ result: AnyResult) {
-    if called.exchange(true, ordering: .acquiringAndReleasing) {
-      ContractViolation.report(ContractViolation(.completionCalledTwice, stage.label))
-      return
+    switch result {
+    case .success(let value): succeed(value)
+    case .failure(let error): fail(error)
     }
-    event?.end(failed: (try? result.get()) == nil)
-    run.stageCompleted(result)
   }
 
   /// The typed completion that a stage body hands to user code.
@@ -225,18 +326,33 @@ final class StageCompletion: Sendable {
   func typed<Output: Sendable>(_: Output.Type = Output.self)
     -> @Sendable (Result<Output, any Error>) -> Void
   {
-    { result in self.complete(result.map { $0 }) }
+    { result in
+      switch result {
+      case .success(let value): self.succeed(value)
+      case .failure(let error): self.fail(error)
+      }
+    }
   }
 
   deinit {
     guard !called.load(ordering: .acquiring) else { return }
     // Off the releasing thread: it may be inside user code that holds its own locks.
-    let run = run
+    let (sink, branch) = (sink, branch)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let event = event
     DispatchQueue.global().async {
       event?.end(failed: true)
-      run.stageCompleted(.failure(violation))
+      sink.stageFailed(violation, branch: branch)
     }
   }
+}
+
+/// A cheap identity for the current thread; never 0.
+@inline(__always)
+private func currentThreadID() -> UInt {
+  #if canImport(Darwin)
+    UInt(bitPattern: pthread_self())
+  #else
+    UInt(pthread_self())
+  #endif
 }

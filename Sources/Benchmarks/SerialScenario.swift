@@ -1,0 +1,64 @@
+import AsyncCombinators
+import Synchronization
+
+/// A million-stage serial chain: our callback and synchronous stages against a hand-written
+/// continuation-passing loop and a chain of non-suspending `async` calls over the same number
+/// of distinct functions.
+func runSerialScenario(stages count: Int = 1_000_000) {
+  let result = Box()
+
+  let callbackChain = AsyncFunc.serial(
+    (0..<count).map { _ in AsyncFunc<Int, Int> { x, complete in complete(.success(x &+ 1)) } })
+  let syncChain = AsyncFunc.serial((0..<count).map { _ in AsyncFunc<Int, Int>.sync { $0 &+ 1 } })
+  let handWritten: [@Sendable (Int, (Int) -> Void) -> Void] = (0..<count).map { _ in
+    { x, next in next(x &+ 1) }
+  }
+  let asyncCalls: [@Sendable (Int) async -> Int] = (0..<count).map { _ in { $0 &+ 1 } }
+
+  let callback = medianNanoseconds {
+    callbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) }
+  }
+  let sync = medianNanoseconds {
+    syncChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) }
+  }
+  let loop = medianNanoseconds {
+    result.value.store(continuationLoop(handWritten), ordering: .relaxed)
+  }
+  let awaited = medianNanoseconds {
+    waitFor { done in
+      Task {
+        result.value.store(await awaitLoop(asyncCalls), ordering: .relaxed)
+        done()
+      }
+    }
+  }
+  precondition(result.value.load(ordering: .relaxed) == count)
+
+  let perStage = Double(count)
+  let baselines = [("hand-written CPS", loop / perStage), ("async/await", awaited / perStage)]
+  report(
+    "serial, \(count) callback stages", unit: "ns/stage", ours: callback / perStage,
+    baselines: baselines)
+  report(
+    "serial, \(count) .sync stages", unit: "ns/stage", ours: sync / perStage,
+    baselines: baselines)
+}
+
+@inline(never)
+func continuationLoop(_ stages: [@Sendable (Int, (Int) -> Void) -> Void]) -> Int {
+  var value = 0
+  for stage in stages { stage(value) { value = $0 } }
+  return value
+}
+
+@inline(never)
+func awaitLoop(_ stages: [@Sendable (Int) async -> Int]) async -> Int {
+  var value = 0
+  for stage in stages { value = await stage(value) }
+  return value
+}
+
+/// Keeps a result alive across threads so the optimizer cannot drop the work.
+final class Box: Sendable {
+  let value = Atomic<Int>(0)
+}
