@@ -81,7 +81,10 @@ private func parked(_ parking: Parking<Int>, _ trace: Recorder<Int>) -> AsyncFun
     write.run(1) { _ in }
     let second = write.run(2) { outcomes.record("2: \($0)") }
     let third = Countdown(1)
-    write.run(3) { outcomes.record("3: \($0)"); third.tick() }
+    write.run(3) {
+      outcomes.record("3: \($0)")
+      third.tick()
+    }
     second.cancel()
     #expect(outcomes.all == ["2: failure(Swift.CancellationError())"])
 
