@@ -1,0 +1,63 @@
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct CommitTests {
+  @Test func commits_the_output_and_passes_it_on() async throws {
+    let saved = Recorder<Int>()
+    let refresh = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 * 10 }
+      .commit(name: "save") { saved.record($0) }
+    #expect(try await refresh(4) == 40)
+    #expect(saved.all == [40])
+  }
+
+  @Test func a_throwing_side_effect_fails_the_run() async {
+    let refresh = AsyncFunc<Int, Int>.sync { $0 }.commit { _ in throw ProbeFailure() }
+    await #expect(throws: ProbeFailure.self) { try await refresh(1) }
+  }
+
+  @Test func never_commits_after_the_run_was_cancelled() async {
+    let parking = Parking<Int>()
+    let saved = Recorder<Int>()
+    let refresh = AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
+      .commit { saved.record($0) }
+    let outcome = Recorder<String>()
+    let token = refresh.run(1) { outcome.record("\($0)") }
+    await parking.arrivals(1)
+    token.cancel()
+    parking.release(0, .success(7))  // the fetch ignored cancellation and came back anyway
+    #expect(saved.all.isEmpty)
+    #expect(outcome.all == ["failure(Swift.CancellationError())"])
+  }
+
+  @Test func cancel_returns_only_after_a_commit_in_progress_has_finished() async {
+    let trace = Recorder<String>()
+    let committing = Gate()
+    let cancelling = Gate()
+    let token = CancellationToken()
+    token.onCancel { cancelling.open() }  // registered first, so it runs first
+    let lane = testQueue("commit")
+    let refresh = AsyncFunc<Int, Int>(name: "fetch") { input, complete in
+      lane.async { complete(.success(input)) }
+    }.commit { _ in
+      committing.open()
+      cancelling.blockingWait()  // on `lane`: the cancel is under way
+      trace.record("commit finished")
+    }
+    refresh.run(1, token: token) { _ in }
+    await committing.wait()
+    let cancelled = Countdown(1)
+    testQueue("canceller").async {
+      token.cancel()
+      trace.record("cancel returned")
+      cancelled.tick()
+    }
+    await cancelled.wait()
+    #expect(trace.all == ["commit finished", "cancel returned"])
+  }
+
+  @Test func describes_itself_as_a_named_stage() {
+    let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }
+    #expect(fetch.commit(name: "saveProfile") { _ in }.description == "fetch +> saveProfile")
+  }
+}
