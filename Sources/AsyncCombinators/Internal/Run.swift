@@ -243,7 +243,10 @@ final class Run: StageSink, @unchecked Sendable {
 
   private func finish(_ result: AnyResult) {
     guard !finished.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    cancelRegistration?.remove()
+    // A cancelled token has dropped its handlers already, and the thread running them may not
+    // have seen `cancelRegistration` written: only a finish that is not a cancellation (on the
+    // thread holding the baton, which did see it) reads it.
+    if !token.isCancelled { cancelRegistration?.remove() }
     onFinish(result)
   }
 }
