@@ -33,7 +33,7 @@ public final class CancellationToken: Cancellable {
 
   /// Read on every stage start, so it is an atomic rather than a trip through the lock.
   private let flag = Atomic<Bool>(false)
-  private let state = Mutex(State())
+  private let state = Locked(State())
   /// Carried to child tokens so that tracing follows a run into parallel branches.
   let observer: (any RunObserver)?
 

@@ -54,7 +54,7 @@ extension AsyncFunc {
 
 /// The lock a commit holds while it runs, and its run's cancellation takes to close it.
 private final class CommitBarrier: Sendable {
-  private let isClosed = Mutex(false)
+  private let isClosed = Locked(false)
 
   /// Runs `commit` unless the barrier is closed; `close()` waits for it to return.
   func pass<T: Sendable>(_ commit: () -> Result<T, any Error>) -> Result<T, any Error> {

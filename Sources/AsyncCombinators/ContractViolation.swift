@@ -80,7 +80,7 @@ extension ContractViolation {
     set { currentResponse.withLock { $0 = newValue } }
   }
 
-  private static let currentResponse = Mutex(FaultResponse.warn)
+  private static let currentResponse = Locked(FaultResponse.warn)
 
   static func report(_ violation: ContractViolation) {
     faultResponse.handle(violation)

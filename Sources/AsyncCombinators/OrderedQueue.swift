@@ -30,7 +30,7 @@ import Synchronization
 /// `cancel()` it. The queue keeps no handle alive beyond the last operation's completion.
 public final class OrderedQueue: Sendable {
   /// Awaits the completion of the last operation submitted so far; `nil` before the first.
-  private let tail = Mutex<(@Sendable () async -> Void)?>(nil)
+  private let tail = Locked<(@Sendable () async -> Void)?>(nil)
 
   /// Creates an empty queue.
   public init() {}

@@ -27,7 +27,7 @@ private final class LegacyRequest: Cancellable {
 
 /// A legacy client with one request in flight at a time, driven by the test.
 private final class LegacyClient: Sendable {
-  private let current = Mutex<LegacyRequest?>(nil)
+  private let current = Locked<LegacyRequest?>(nil)
   private let sent = Gate()
 
   var fetch: AsyncFunc<Int, Int> {

@@ -12,7 +12,7 @@ private final class SearchViewModel: Sendable {
     var cancellations = 0
     var failures = 0
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
   private let search: AsyncFunc<String, [String]>
   private let settled: Countdown
 

@@ -34,7 +34,7 @@ private func answers(_ jobs: [Task<Int, any Error>]) async -> [Int] {
 
 /// Records the order of `submit` calls under the same lock as the calls themselves.
 private final class Submissions: Sendable {
-  private let state = Mutex<(order: [Int], jobs: [Task<Void, any Error>])>(([], []))
+  private let state = Locked<(order: [Int], jobs: [Task<Void, any Error>])>(([], []))
 
   func submit(_ index: Int, to queue: OrderedQueue, _ job: @escaping @Sendable () async -> Void) {
     state.withLock { state in

@@ -6,7 +6,7 @@ import Testing
 
 /// Records the order of `run` calls under the same lock as the calls themselves.
 private final class Calls: Sendable {
-  private let order = Mutex<[Int]>([])
+  private let order = Locked<[Int]>([])
 
   func run(_ index: Int, _ function: AsyncFunc<Int, Int>, then: @escaping @Sendable () -> Void) {
     order.withLock { order in

@@ -12,7 +12,7 @@ final class CancellationLink: Sendable {
     case finished
   }
 
-  private let state = Mutex(State.idle)
+  private let state = Locked(State.idle)
 
   func connect(_ token: CancellationToken, to target: some Cancellable) {
     let registration = token.onCancel { target.cancel() }

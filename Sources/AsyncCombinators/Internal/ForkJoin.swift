@@ -16,7 +16,7 @@ final class ForkJoin: StageSink {
     var isDone = false
   }
 
-  private let state: Mutex<State>
+  private let state: Locked<State>
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
   private let completion: StageCompletion
@@ -26,7 +26,7 @@ final class ForkJoin: StageSink {
     count: Int, branches: CancellationToken, link: CancellationToken.Registration,
     completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
   ) {
-    state = Mutex(State(slots: Array(repeating: nil, count: count), remaining: count))
+    state = Locked(State(slots: Array(repeating: nil, count: count), remaining: count))
     self.branches = branches
     self.link = link
     self.completion = completion

@@ -26,7 +26,7 @@ final class SerialLane: Sendable {
     }
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Starts the run at once if the lane is free; otherwise it waits for every run before it.
   func enqueue(_ start: @escaping Start) {

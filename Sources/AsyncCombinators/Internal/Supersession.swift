@@ -39,7 +39,7 @@ final class Supersession<Output: Sendable>: Sendable {
     }
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Makes the run with `token` the current one and cancels the run it supersedes.
   ///

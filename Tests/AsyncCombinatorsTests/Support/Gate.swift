@@ -13,7 +13,7 @@ final class Gate: Sendable {
     var waiters: [CheckedContinuation<Void, Never>] = []
     var blocked: [DispatchSemaphore] = []
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   init() {}
 
@@ -73,7 +73,7 @@ final class Countdown: Sendable {
 
 /// A thread-safe list of events, for asserting what happened and in which order.
 final class Recorder<Event: Sendable>: Sendable {
-  private let events = Mutex<[Event]>([])
+  private let events = Locked<[Event]>([])
 
   init() {}
 

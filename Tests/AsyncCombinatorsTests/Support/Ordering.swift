@@ -41,7 +41,7 @@ final class Parking<Value: Sendable>: Sendable {
     var parked: [Completion] = []
     var waiters: [(count: Int, continuation: CheckedContinuation<Void, Never>)] = []
   }
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   init() {}
 
