@@ -6,7 +6,7 @@
  No locks, no busy-waits: every line is one of the two operators applied to the right stage.
  */
 import AsyncCombinators
-import Dispatch
+import Foundation
 
 /*:
  ## The article's program
@@ -15,30 +15,30 @@ import Dispatch
  not 0.6), then runs the `then` blocks in order, then `always`.
  */
 example("when, then, then, always") {
-  let finished = DispatchSemaphore(value: 0)
-  firstly { () in
-    when(
-      { () in
-        print("begin fst job")
-        usleep(100_000)
-        print("fst job in when finished")
-      },
-      { () in
-        print("begin snd job")
-        usleep(500_000)
-        print("snd job in when finished")
-      })
-  }.then { (info) in
-    print("second job")
-  }.then { (info) in
-    print("third job")
-  }.always { () in
-    print("always block")
-    finished.signal()
-  }.error { (error) in
-    print("error occurred")
+  await withCheckedContinuation { finished in
+    firstly { () in
+      when(
+        { () in
+          print("begin fst job")
+          usleep(100_000)
+          print("fst job in when finished")
+        },
+        { () in
+          print("begin snd job")
+          usleep(500_000)
+          print("snd job in when finished")
+        })
+    }.then { (info) in
+      print("second job")
+    }.then { (info) in
+      print("third job")
+    }.always { () in
+      print("always block")
+      finished.resume()
+    }.error { (error) in
+      print("error occurred")
+    }
   }
-  await Task.detached { finished.wait() }.value
 }
 
 /*:
@@ -69,19 +69,19 @@ example("cold: nothing runs until you ask") {
 struct Overheated: Error {}
 
 example("a throw reaches error") {
-  let finished = DispatchSemaphore(value: 0)
-  firstly { 1 }.then { (info) in
-    print("second job")
-    throw Overheated()
-  }.then { (info) in
-    print("third job")
-  }.always {
-    print("always block")
-  }.error { (error) in
-    print("error occurred:", error)
-    finished.signal()
+  await withCheckedContinuation { finished in
+    firstly { 1 }.then { (info) in
+      print("second job")
+      throw Overheated()
+    }.then { (info) in
+      print("third job")
+    }.always {
+      print("always block")
+    }.error { (error) in
+      print("error occurred:", error)
+      finished.resume()
+    }
   }
-  await Task.detached { finished.wait() }.value
 }
 
 /*:
@@ -106,14 +106,14 @@ example("when and flattening") {
  cancellation. `error` does not run on cancellation: cancelling is not failing.
  */
 example("cancellation runs always, not error") {
-  let finished = DispatchSemaphore(value: 0)
-  let token = firstly { usleep(200_000) }
-    .then { _ in print("never printed") }
-    .always {
-      print("always block")
-      finished.signal()
-    }
-    .error { _ in print("never printed either") }
-  token.cancel()
-  await Task.detached { finished.wait() }.value
+  await withCheckedContinuation { finished in
+    let token = firstly { usleep(200_000) }
+      .then { _ in print("never printed") }
+      .always {
+        print("always block")
+        finished.resume()
+      }
+      .error { _ in print("never printed either") }
+    token.cancel()
+  }
 }
