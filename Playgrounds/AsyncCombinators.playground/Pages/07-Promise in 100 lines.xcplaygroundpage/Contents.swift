@@ -1,0 +1,119 @@
+/*:
+ # Promise in 100 lines
+
+ `Sources/AsyncCombinators/Promise.swift` rebuilds the article's PromiseKit-style interface —
+ `firstly`, `then`, `when`, `always`, `error` — on nothing but `AsyncFunc`, `+>` and `<>`.
+ No locks, no busy-waits: every line is one of the two operators applied to the right stage.
+ */
+import AsyncCombinators
+import Foundation
+
+/*:
+ ## The article's program
+
+ The two `when` jobs start together; the chain goes on when the slower one finishes (0.5 s,
+ not 0.6), then runs the `then` blocks in order, then `always`.
+ */
+example("when, then, then, always") {
+  await withCheckedContinuation { finished in
+    firstly { () in
+      when(
+        { () in
+          print("begin fst job")
+          usleep(100_000)
+          print("fst job in when finished")
+        },
+        { () in
+          print("begin snd job")
+          usleep(500_000)
+          print("snd job in when finished")
+        })
+    }.then { (info) in
+      print("second job")
+    }.then { (info) in
+      print("third job")
+    }.always { () in
+      print("always block")
+      finished.resume()
+    }.error { (error) in
+      print("error occurred")
+    }
+  }
+}
+
+/*:
+ ## A promise is a function
+
+ `Promise<Value>` holds one `AsyncFunc<Void, Value>` named `chain`. It is a value: each
+ method returns a new promise, and building one runs nothing. `then` is `chain +> block`,
+ where `block` hops to a queue and runs your closure. `firstly` is a `then` on the empty
+ chain. Nothing has printed yet below: the chain starts at `value` (or `error`), and runs
+ again at each start.
+ */
+example("cold: nothing runs until you ask") {
+  let answer = firstly { () -> Int in
+    print("computing")
+    return 6 * 7
+  }
+  print("built")
+  print(try await answer.value)
+  print(try await answer.value)
+}
+
+/*:
+ ## A throw skips the rest
+
+ `+>` stops at the first failure, so the later `then` never runs. `always` runs first, then
+ `error`.
+ */
+struct Overheated: Error {}
+
+example("a throw reaches error") {
+  await withCheckedContinuation { finished in
+    firstly { 1 }.then { (info) in
+      print("second job")
+      throw Overheated()
+    }.then { (info) in
+      print("third job")
+    }.always {
+      print("always block")
+    }.error { (error) in
+      print("error occurred:", error)
+      finished.resume()
+    }
+  }
+}
+
+/*:
+ ## `when` is `<>`, and `then` can return a promise
+
+ `when(a, b)` is `Promise(a.chain <> b.chain)`; more promises use the variadic `parallel`
+ fold, an array uses `AsyncFunc.parallel`. A `then` block that returns a promise is flattened:
+ the next block sees its value.
+ */
+example("when and flattening") {
+  let profile = firstly { "Ada" }
+  let avatar = firstly { "ada.png" }
+  let card = firstly { when(profile, avatar) }.then { name, image in "\(name) [\(image)]" }
+  print(try await card.value)
+  print(try await when([firstly { 1 }, firstly { 2 }, firstly { 3 }]).value)
+}
+
+/*:
+ ## `error` ends the chain and returns a token
+
+ `always` wraps the chain so far and runs its block whatever the outcome — even after a
+ cancellation. `error` does not run on cancellation: cancelling is not failing.
+ */
+example("cancellation runs always, not error") {
+  await withCheckedContinuation { finished in
+    let token = firstly { usleep(200_000) }
+      .then { _ in print("never printed") }
+      .always {
+        print("always block")
+        finished.resume()
+      }
+      .error { _ in print("never printed either") }
+    token.cancel()
+  }
+}

@@ -1,0 +1,362 @@
+import Dispatch
+import Foundation
+import Testing
+
+@testable import AsyncCombinators
+
+/// Returns once every block submitted to the serial `queue` so far has run, and every block
+/// those blocks submitted in turn: the second hop lands behind anything the first one found.
+private func drain(_ queue: DispatchQueue) async {
+  await withCheckedContinuation { continuation in
+    queue.async { queue.async { continuation.resume() } }
+  }
+}
+
+private struct Failure: Error, Equatable {
+  let id: Int
+}
+
+@Suite(.serialized) struct PromiseTests {
+  // MARK: The article's two programs
+
+  @Test func article_demo_runs_when_then_then_always() async {
+    let events = Recorder<String>()
+    let finished = Gate()
+    // The article's first program, as written there (without its sleeps).
+    firstly { () in
+      when(
+        { () in
+          events.record("begin fst job")
+          events.record("fst job in when finished")
+        },
+        { () in
+          events.record("begin snd job")
+          events.record("snd job in when finished")
+        })
+    }.then { (info) in
+      events.record("second job")
+    }.then { (info) in
+      events.record("third job")
+    }.always { () in
+      events.record("always block")
+      finished.open()
+    }.error { (error) in
+      events.record("error occurred")
+    }
+    await finished.wait()
+    let all = events.all
+    #expect(Array(all.suffix(3)) == ["second job", "third job", "always block"])
+    #expect(Set(all.prefix(4)).count == 4)
+    #expect(all.firstIndex(of: "begin fst job")! < all.firstIndex(of: "fst job in when finished")!)
+    #expect(all.firstIndex(of: "begin snd job")! < all.firstIndex(of: "snd job in when finished")!)
+  }
+
+  @Test func article_demo_with_a_throw_skips_third_job_and_reports_error() async {
+    let events = Recorder<String>()
+    let finished = Gate()
+    // The article's second program, as written there (without its sleeps).
+    firstly { () in
+      when(
+        { () in
+          events.record("begin fst job")
+          events.record("fst job in when finished")
+        },
+        { () in
+          events.record("begin snd job")
+          events.record("snd job in when finished")
+        })
+    }.then { (info) in
+      events.record("second job")
+      throw NSError(domain: "error", code: 0, userInfo: [:])
+    }.then { (info) in
+      events.record("third job")
+    }.always { () in
+      events.record("always block")
+    }.error { (error) in
+      events.record("error occurred")
+      finished.open()
+    }
+    await finished.wait()
+    let all = events.all
+    #expect(all.count == 7)
+    #expect(Array(all.suffix(3)) == ["second job", "always block", "error occurred"])
+  }
+
+  @Test func when_jobs_both_start_before_either_finishes() async {
+    let events = Recorder<String>()
+    let bothStarted = Countdown(2)
+    let finished = Gate()
+    let queue = testQueue("when")
+    func job(_ name: String) -> @Sendable () -> Void {
+      {
+        events.record("begin \(name) job")
+        bothStarted.tick()
+        bothStarted.gate.blockingWait()  // Finishes only once the other job has started too.
+        events.record("\(name) job in when finished")
+      }
+    }
+    let (fst, snd) = (job("fst"), job("snd"))
+    firstly { when(on: queue, fst, snd) }
+      .then { _ in events.record("second job") }
+      .then { _ in events.record("third job") }
+      .always {
+        events.record("always block")
+        finished.open()
+      }
+      .error { _ in events.record("error occurred") }
+    await finished.wait()
+    let all = events.all
+    #expect(Set(all.prefix(2)) == ["begin fst job", "begin snd job"])
+    #expect(Set(all[2..<4]) == ["fst job in when finished", "snd job in when finished"])
+    #expect(Array(all.suffix(3)) == ["second job", "third job", "always block"])
+  }
+
+  @Test func when_jobs_overlap_in_time() async throws {
+    let queue = testQueue("overlap")
+    let start = ContinuousClock.now
+    _ = try await firstly {
+      when(on: queue, { usleep(250_000) }, { usleep(250_000) })
+    }.value
+    let elapsed = ContinuousClock.now - start
+    #expect(elapsed >= .milliseconds(250))
+    #expect(elapsed < .milliseconds(450), "the jobs ran one after the other: \(elapsed)")
+  }
+
+  // MARK: A chain is a description
+
+  @Test func nothing_runs_before_error_is_attached_or_value_awaited() async throws {
+    let events = Recorder<String>()
+    let queue = DispatchQueue(label: "cold")
+    let promise = firstly(on: queue) { events.record("firstly") }
+      .then(on: queue) { events.record("then") }
+      .always(on: queue) { events.record("always") }
+    await drain(queue)
+    #expect(events.all.isEmpty)
+    try await promise.value
+    #expect(events.all == ["firstly", "then", "always"])
+  }
+
+  @Test func each_start_runs_the_chain_again_independently() async throws {
+    let runs = Recorder<Int>()
+    let promise = firstly { 20 }.then { x in
+      runs.record(x)
+      return x + runs.count
+    }
+    async let first = promise.value
+    async let second = promise.value
+    let values = try await [first, second]
+    #expect(runs.all == [20, 20])
+    #expect(Set(values) == [21, 22])
+    let finished = Gate()
+    let token = promise.always { finished.open() }.error { _ in }
+    await finished.wait()
+    #expect(runs.count == 3)
+    #expect(!token.isCancelled)
+  }
+
+  @Test func then_returning_a_promise_is_flattened() async throws {
+    let flat = try await firstly { 2 }.then { x in firstly { x * 10 } }.value
+    #expect(flat == 20)
+    let pair = try await firstly { 1 }.then { x in when(firstly { x }, firstly { "\(x + 1)" }) }
+      .value
+    #expect(pair == (1, "2"))
+    let nested = try await firstly { firstly { firstly { "deep" } } }.value
+    #expect(nested == "deep")
+  }
+
+  // MARK: Threads
+
+  @Test func blocks_run_on_the_given_queues() async {
+    let key = DispatchSpecificKey<String>()
+    let queues = ["firstly", "then", "always", "error"].map { name in
+      let queue = DispatchQueue(label: name)
+      queue.setSpecific(key: key, value: name)
+      return queue
+    }
+    let seen = Recorder<String?>()
+    let finished = Gate()
+    firstly(on: queues[0]) { seen.record(DispatchQueue.getSpecific(key: key)) }
+      .then(on: queues[1]) { _ in
+        seen.record(DispatchQueue.getSpecific(key: key))
+        throw Failure(id: 1)
+      }
+      .always(on: queues[2]) { seen.record(DispatchQueue.getSpecific(key: key)) }
+      .error(on: queues[3]) { _ in
+        seen.record(DispatchQueue.getSpecific(key: key))
+        finished.open()
+      }
+    await finished.wait()
+    #expect(seen.all == ["firstly", "then", "always", "error"])
+  }
+
+  @Test func blocks_run_off_the_callers_queue_by_default() async {
+    let key = DispatchSpecificKey<Bool>()
+    let caller = DispatchQueue(label: "caller")
+    caller.setSpecific(key: key, value: true)
+    let seen = Recorder<Bool?>()
+    let finished = Gate()
+    _ = caller.sync {
+      firstly { seen.record(DispatchQueue.getSpecific(key: key)) }
+        .then { seen.record(DispatchQueue.getSpecific(key: key)) }
+        .then { () throws in
+          seen.record(DispatchQueue.getSpecific(key: key))
+          throw Failure(id: 0)
+        }
+        .always { seen.record(DispatchQueue.getSpecific(key: key)) }
+        .error { _ in
+          seen.record(DispatchQueue.getSpecific(key: key))
+          finished.open()
+        }
+    }
+    await finished.wait()
+    #expect(seen.all == [nil, nil, nil, nil, nil])
+  }
+
+  // MARK: Failure and cancellation
+
+  @Test func a_throw_reaches_error_and_skips_the_remaining_thens() async {
+    let events = Recorder<String>()
+    let caught = Recorder<Failure?>()
+    let finished = Gate()
+    firstly { 1 }
+      .then { x -> Int in throw Failure(id: x) }
+      .then { _ in events.record("skipped") }
+      .always { events.record("always") }
+      .error { error in
+        caught.record(error as? Failure)
+        finished.open()
+      }
+    await finished.wait()
+    #expect(caught.all == [Failure(id: 1)])
+    #expect(events.all == ["always"])
+    await #expect(throws: Failure(id: 7)) {
+      try await firstly { throw Failure(id: 7) }.then { events.record("skipped") }.value
+    }
+    #expect(events.all == ["always"])
+  }
+
+  @Test func error_does_not_run_after_success() async {
+    let events = Recorder<String>()
+    let queue = DispatchQueue(label: "terminal")
+    let finished = Gate()
+    firstly { 1 }
+      .always(on: queue) { finished.open() }
+      .error(on: queue) { _ in events.record("error") }
+    await finished.wait()
+    await drain(queue)
+    #expect(events.all.isEmpty)
+  }
+
+  @Test func cancellation_runs_always_but_not_error_nor_later_thens() async {
+    let events = Recorder<String>()
+    let started = Gate()
+    let release = Gate()
+    let alwaysRan = Gate()
+    let first = DispatchQueue(label: "first")
+    let rest = DispatchQueue(label: "rest")
+    let token = firstly(on: first) {
+      started.open()
+      release.blockingWait()
+    }
+    .then(on: rest) { _ in events.record("then") }
+    .always {
+      events.record("always")
+      alwaysRan.open()
+    }
+    .error(on: rest) { _ in events.record("error") }
+    await started.wait()
+    token.cancel()
+    await alwaysRan.wait()
+    release.open()
+    await drain(first)
+    await drain(rest)
+    #expect(events.all == ["always"])
+  }
+
+  @Test func a_then_waiting_for_its_queue_when_cancelled_never_runs() async {
+    let events = Recorder<String>()
+    let holding = Gate()
+    let hold = Gate()
+    let queue = DispatchQueue(label: "busy")
+    // The first block parks the queue behind itself; the `then` is queued after that.
+    let token = firstly(on: queue) {
+      queue.async {
+        holding.open()
+        hold.blockingWait()
+      }
+    }
+    .then(on: queue) { events.record("then") }
+    .error { _ in events.record("error") }
+    await holding.wait()
+    token.cancel()
+    hold.open()
+    await drain(queue)
+    #expect(events.all.isEmpty)
+  }
+
+  @Test func cancelling_the_awaiting_task_cancels_the_chain() async {
+    let started = Gate()
+    let release = Gate()
+    let alwaysRan = Gate()
+    let queue = testQueue("task")
+    let task = Task {
+      try await firstly(on: queue) {
+        started.open()
+        release.blockingWait()
+      }
+      .always { alwaysRan.open() }
+      .value
+    }
+    await started.wait()
+    task.cancel()
+    await #expect(throws: CancellationError.self) { try await task.value }
+    await alwaysRan.wait()
+    release.open()
+  }
+
+  // MARK: when
+
+  @Test func when_keeps_the_array_order_whatever_the_finishing_order() async throws {
+    let parked = Recorder<@Sendable () -> Void>()
+    let allStarted = Countdown(3)
+    let promises = (0..<3).map { index in
+      Promise(
+        AsyncFunc<Void, Int> { _, complete in
+          parked.record { complete(.success(index)) }
+          allStarted.tick()
+        })
+    }
+    async let values = when(promises).value
+    await allStarted.wait()
+    for finish in parked.all.reversed() { finish() }  // The last one finishes first.
+    #expect(try await values == [0, 1, 2])
+    #expect(try await when([Promise<Int>]()).value == [])
+  }
+
+  @Test func when_fails_with_the_first_failure_without_waiting_for_the_rest() async {
+    let release = Gate()
+    let slow = Promise(
+      AsyncFunc<Void, Int>.async {
+        await release.wait()
+        return 1
+      })
+    let failing = firstly { () throws -> Int in throw Failure(id: 2) }
+    await #expect(throws: Failure(id: 2)) { try await when([slow, failing, slow]).value }
+    await #expect(throws: Failure(id: 2)) { try await when(slow, failing).value }
+    release.open()
+  }
+
+  @Test func when_takes_any_number_of_promises() async throws {
+    let all = try await when(firstly { 1 }, firstly { "two" }, firstly { 3.0 }, firstly { [4] })
+      .value
+    #expect(all == (1, "two", 3.0, [4]))
+    let three = try await firstly { when(firstly { 1 }, firstly { 2 }, firstly { 3 }) }.value
+    #expect(three == (1, 2, 3))
+  }
+
+  @Test func error_returns_the_runs_token() {
+    let token: CancellationToken = firstly { 1 }.error { _ in }
+    token.cancel()
+    #expect(token.isCancelled)
+  }
+}
