@@ -121,9 +121,10 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
   ///
   /// Cancelling `token` cancels this run as ``run(_:completion:)``'s own token would. Use it
   /// to tie several runs to one cancellation, or to run a function inside another's body.
+  @inlinable
   public func run(_ input: Input, token: CancellationToken, completion: @escaping Completion) {
     let run = Run(token: token, ownsCancellation: true) { result in
-      completion(result.map { $0 as! Output })
+      completion(result.map { unbox($0) })
     }
     run.start(program, input)
   }

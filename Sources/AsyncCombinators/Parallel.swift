@@ -15,13 +15,14 @@
 /// ```
 ///
 /// - Complexity: O(1) to build; a run starts both sides before waiting for either.
+@inlinable
 public func <> <A, B, C>(first: AsyncFunc<A, B>, second: AsyncFunc<A, C>)
   -> AsyncFunc<A, (B, C)>
 {
   let label = Label(name: nil, fileID: #fileID, line: #line)
   return AsyncFunc(
     program: ForkJoin.stage([first.program, second.program], label: label) { values in
-      (unbox(values[0]!, as: B.self), unbox(values[1]!, as: C.self))
+      (unbox(values[0], as: B.self), unbox(values[1], as: C.self))
     })
 }
 
@@ -35,6 +36,7 @@ public func <> <A, B, C>(first: AsyncFunc<A, B>, second: AsyncFunc<A, C>)
 ///
 /// - Returns: A function whose output has one element per function, in argument order. The
 ///   first failure fails it and cancels the others.
+@inlinable
 public func parallel<Input: Sendable, each Output: Sendable>(
   _ functions: repeat AsyncFunc<Input, each Output>
 ) -> AsyncFunc<Input, (repeat each Output)> {
@@ -46,7 +48,7 @@ public func parallel<Input: Sendable, each Output: Sendable>(
       var index = 0
       func next<Element>(_: Element.Type) -> Element {
         defer { index += 1 }
-        return unbox(values[index]!)
+        return unbox(values[index])
       }
       return (repeat next((each Output).self))
     })
@@ -65,11 +67,12 @@ extension AsyncFunc {
   /// starts after it. An empty array completes at once with `[]`.
   ///
   /// - Complexity: O(*n*) to start; the join takes one lock per branch.
+  @inlinable
   public static func parallel(_ functions: [AsyncFunc]) -> AsyncFunc<Input, [Output]> {
     let label = Label(name: nil, fileID: #fileID, line: #line)
     return AsyncFunc<Input, [Output]>(
       program: ForkJoin.stage(functions.map(\.program), label: label) { values in
-        values.map { unbox($0!, as: Output.self) }
+        values.map { unbox($0, as: Output.self) }
       })
   }
 }

@@ -5,8 +5,9 @@ import Synchronization
 /// Pass an observer to ``AsyncFunc/run(_:observer:completion:)``. It sees every primitive
 /// stage (each function made with an initializer or a lift), including those inside parallel
 /// branches and wrapped operations, on the thread where the event happens. When no observer
-/// is given, the cost is one `nil` check per stage.
-public protocol RunObserver: Sendable {
+/// is given, the cost is one `nil` check per stage. Observers are classes: a run hands the
+/// same instance to every branch it starts.
+public protocol RunObserver: AnyObject, Sendable {
   /// A stage is about to start, on the current thread.
   func stageStarted(_ stage: StageRecord)
   /// The stage completed, on the thread that completed it.

@@ -1,20 +1,21 @@
 import Dispatch
 import Foundation
 
-/// Measures `body` `repetitions` times and returns the median in nanoseconds.
+/// Times each contender `repetitions` times, interleaved (ours, baseline, ours, ...), and
+/// returns each one's median in nanoseconds.
 ///
 /// Medians, not means: the machines are shared, and one descheduled run should not move the
-/// figure. Every scenario runs its baseline in the same process, interleaved with ours, so the
-/// ratio survives a noisy neighbour better than either number alone.
-func medianNanoseconds(repetitions: Int = 5, _ body: () -> Void) -> Double {
-  var samples: [UInt64] = []
+/// figure. Interleaving puts a noisy neighbour on both sides of the ratio, not one.
+func medianNanoseconds(repetitions: Int = 7, _ contenders: [() -> Void]) -> [Double] {
+  var samples = Array(repeating: [UInt64](), count: contenders.count)
   for _ in 0..<repetitions {
-    let start = DispatchTime.now().uptimeNanoseconds
-    body()
-    samples.append(DispatchTime.now().uptimeNanoseconds - start)
+    for (index, body) in contenders.enumerated() {
+      let start = DispatchTime.now().uptimeNanoseconds
+      body()
+      samples[index].append(DispatchTime.now().uptimeNanoseconds - start)
+    }
   }
-  samples.sort()
-  return Double(samples[samples.count / 2])
+  return samples.map { Double($0.sorted()[$0.count / 2]) }
 }
 
 /// Blocks the calling (main) thread until `start` calls its argument: benchmarks measure

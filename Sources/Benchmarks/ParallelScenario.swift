@@ -12,17 +12,18 @@ func runParallelScenario(branches count: Int = 100_000) {
     })
   let sum = Box()
 
-  let ours = medianNanoseconds {
-    waitFor { done in
-      fold.run(0) { result in
-        sum.value.store(try! result.get().reduce(0, &+), ordering: .relaxed)
-        done()
+  let medians = medianNanoseconds([
+    {
+      waitFor { done in
+        fold.run(0) { result in
+          sum.value.store(try! result.get().reduce(0, &+), ordering: .relaxed)
+          done()
+        }
       }
-    }
-  }
-  let group = medianNanoseconds {
-    sum.value.store(dispatchGroupFanOut(count, on: queue), ordering: .relaxed)
-  }
+    },
+    { sum.value.store(dispatchGroupFanOut(count, on: queue), ordering: .relaxed) },
+  ])
+  let (ours, group) = (medians[0], medians[1])
   report(
     "parallel, \(count) branches", unit: "ns/branch", ours: ours / Double(count),
     baselines: [("DispatchGroup", group / Double(count))])

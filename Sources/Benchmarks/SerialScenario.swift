@@ -15,23 +15,20 @@ func runSerialScenario(stages count: Int = 1_000_000) {
   }
   let asyncCalls: [@Sendable (Int) async -> Int] = (0..<count).map { _ in { $0 &+ 1 } }
 
-  let callback = medianNanoseconds {
-    callbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) }
-  }
-  let sync = medianNanoseconds {
-    syncChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) }
-  }
-  let loop = medianNanoseconds {
-    result.value.store(continuationLoop(handWritten), ordering: .relaxed)
-  }
-  let awaited = medianNanoseconds {
-    waitFor { done in
-      Task {
-        result.value.store(await awaitLoop(asyncCalls), ordering: .relaxed)
-        done()
+  let medians = medianNanoseconds([
+    { callbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
+    { syncChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
+    { result.value.store(continuationLoop(handWritten), ordering: .relaxed) },
+    {
+      waitFor { done in
+        Task {
+          result.value.store(await awaitLoop(asyncCalls), ordering: .relaxed)
+          done()
+        }
       }
-    }
-  }
+    },
+  ])
+  let (callback, sync, loop, awaited) = (medians[0], medians[1], medians[2], medians[3])
   precondition(result.value.load(ordering: .relaxed) == count)
 
   let perStage = Double(count)

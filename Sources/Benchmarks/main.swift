@@ -9,10 +9,14 @@ if arguments.first == "--memory", let kind = arguments.dropFirst().first {
   exit(0)
 }
 
-print("AsyncCombinators benchmarks (release build, medians of 5)")
+print("AsyncCombinators benchmarks (release build, medians of 7, interleaved)")
 if arguments.first == "--serial" {
   // A smaller chain for instruction counting under valgrind.
   runSerialScenario(stages: arguments.dropFirst().first.flatMap { Int($0) } ?? 1_000_000)
+  exit(0)
+}
+if arguments.first == "--parallel" {
+  runParallelScenario()
   exit(0)
 }
 runSerialScenario()

@@ -2,42 +2,58 @@ import Synchronization
 
 /// Runs several programs on one input at once and joins their results exactly once.
 ///
-/// The branches share a child token: the first failure (or the parent's cancellation) marks
-/// the join done under the lock, cancels every branch, and completes the stage; whatever the
-/// branches deliver afterwards is ignored. Because the join reacts to cancellation itself,
-/// the branch runs need no cancellation registration of their own. A branch that is a single
-/// callback stage (the common case) is started directly, without a `Run` around it.
-final class ForkJoin: StageSink {
-  private struct State {
-    /// Each branch's value, by branch index, until all have arrived.
-    var slots: [AnyValue?]
-    var remaining: Int
-    /// Set once, by whichever of success, failure or cancellation completes the join.
-    var isDone = false
-  }
-
-  private let state: Locked<State>
+/// The branches share a child token: the first failure (or the parent's cancellation) wins the
+/// `isDone` flag, cancels every branch, and completes the stage; whatever the branches deliver
+/// afterwards is ignored. Because the join reacts to cancellation itself, the branch runs need
+/// no cancellation registration of their own. A branch that is a single callback stage (the
+/// common case) is started directly, without a `Run` around it.
+///
+/// The join takes no lock: each branch writes only its own slot, then counts down with a
+/// releasing decrement; the branch that reaches zero has acquired every other branch's write.
+/// That discipline is what makes the `@unchecked Sendable` safe.
+@usableFromInline
+final class ForkJoin: StageSink, @unchecked Sendable {
+  /// Each branch's value, by branch index. A slot is initialized when its branch delivers
+  /// (`filled` says which), so nothing is written twice and only filled slots are destroyed.
+  private let slots: UnsafeMutablePointer<AnyValue>
+  private let filled: UnsafeMutablePointer<Bool>
+  private let count: Int
+  private let remaining: Atomic<Int>
+  /// Won once, by whichever of success, failure or cancellation completes the join.
+  private let isDone = Atomic<Bool>(false)
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
   private let completion: StageCompletion
-  private let assemble: @Sendable ([AnyValue?]) -> AnyValue
+  private let assemble: @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
 
   private init(
     count: Int, branches: CancellationToken, link: CancellationToken.Registration,
-    completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
+    completion: StageCompletion,
+    assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) {
-    state = Locked(State(slots: Array(repeating: nil, count: count), remaining: count))
+    slots = .allocate(capacity: count)
+    filled = .allocate(capacity: count)
+    filled.initialize(repeating: false, count: count)
+    self.count = count
+    remaining = Atomic(count)
     self.branches = branches
     self.link = link
     self.completion = completion
     self.assemble = assemble
   }
 
+  deinit {
+    for index in 0..<count where filled[index] { (slots + index).deinitialize(count: 1) }
+    slots.deallocate()
+    filled.deallocate()
+  }
+
   /// A callback stage that forks `programs` and completes with `assemble` of their values,
   /// in branch order (every element is non-`nil` by then).
+  @usableFromInline
   static func stage(
     _ programs: [Program], label: Label,
-    assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
+    assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) -> Program {
     .callback(
       CallbackStage(shape: .parallel(programs), label: label) { input, token, completion in
@@ -47,9 +63,12 @@ final class ForkJoin: StageSink {
 
   private static func start(
     _ programs: [Program], input: AnyValue, token: CancellationToken,
-    completion: StageCompletion, assemble: @escaping @Sendable ([AnyValue?]) -> AnyValue
+    completion: StageCompletion,
+    assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) {
-    guard !programs.isEmpty else { return completion.complete(.success(assemble([]))) }
+    guard !programs.isEmpty else {
+      return completion.complete(.success(assemble(UnsafeBufferPointer(start: nil, count: 0))))
+    }
     let (branches, link) = token.makeChild()
     let join = ForkJoin(
       count: programs.count, branches: branches, link: link, completion: completion,
@@ -77,26 +96,18 @@ final class ForkJoin: StageSink {
   }
 
   func stageSucceeded(_ value: AnyValue, branch index: Int) {
-    let values = state.withLock { state -> [AnyValue?]? in
-      guard !state.isDone else { return nil }
-      state.slots[index] = value
-      state.remaining -= 1
-      guard state.remaining == 0 else { return nil }
-      state.isDone = true
-      defer { state.slots = [] }
-      return state.slots
-    }
-    guard let values else { return }
+    guard !isDone.load(ordering: .relaxed) else { return }
+    (slots + index).initialize(to: value)
+    filled[index] = true
+    guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0,
+      !isDone.exchange(true, ordering: .acquiringAndReleasing)
+    else { return }
     link.remove()
-    completion.complete(.success(assemble(values)))
+    completion.complete(.success(assemble(UnsafeBufferPointer(start: slots, count: count))))
   }
 
   private func fail(_ error: any Error) {
-    let isFirst = state.withLock { state in
-      defer { state.isDone = true }
-      return !state.isDone
-    }
-    guard isFirst else { return }
+    guard !isDone.exchange(true, ordering: .acquiringAndReleasing) else { return }
     link.remove()
     branches.cancel()
     completion.complete(.failure(error))

@@ -19,6 +19,7 @@ import Synchronization
 /// driving thread to a completing thread through the `phase` compare-exchange (acquire and
 /// release); a completion on the driving thread itself, recognised by `drivingThread`, needs no
 /// handoff at all. That is what makes the `@unchecked Sendable` below safe.
+@usableFromInline
 final class Run: StageSink, @unchecked Sendable {
   private enum Frame {
     /// Run this program next.
@@ -111,6 +112,7 @@ final class Run: StageSink, @unchecked Sendable {
   /// - Parameters:
   ///   - ownsCancellation: Whether cancelling the token finishes this run at once. Branches of a
   ///     fork-join leave that to the join, which spares a registration per branch.
+  @usableFromInline
   init(
     token: CancellationToken, ownsCancellation: Bool,
     onFinish: @escaping @Sendable (AnyResult) -> Void
@@ -133,6 +135,7 @@ final class Run: StageSink, @unchecked Sendable {
     slot.deallocate()
   }
 
+  @usableFromInline
   func start(_ program: Program, _ input: AnyValue) {
     drive(program, input, from: Position())
   }
