@@ -15,6 +15,12 @@ func runSerialScenario(stages count: Int = 1_000_000) {
   }
   let asyncCalls: [@Sendable (Int) async -> Int] = (0..<count).map { _ in { $0 &+ 1 } }
 
+  // The same chains built from one function repeated: the interpreter's own cost, with the
+  // stages' code and data hot in cache, against a loop calling one closure.
+  let oneCallback = AsyncFunc<Int, Int> { x, complete in complete(.success(x &+ 1)) }
+  let hotCallbackChain = AsyncFunc.serial(Array(repeating: oneCallback, count: count))
+  let oneStep: @Sendable (Int, (Int) -> Void) -> Void = { x, next in next(x &+ 1) }
+
   let medians = medianNanoseconds([
     { callbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
     { syncChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
@@ -27,8 +33,11 @@ func runSerialScenario(stages count: Int = 1_000_000) {
         }
       }
     },
+    { hotCallbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
+    { result.value.store(repeatedLoop(oneStep, count), ordering: .relaxed) },
   ])
   let (callback, sync, loop, awaited) = (medians[0], medians[1], medians[2], medians[3])
+  let (hotCallback, hotLoop) = (medians[4], medians[5])
   precondition(result.value.load(ordering: .relaxed) == count)
 
   let perStage = Double(count)
@@ -39,6 +48,16 @@ func runSerialScenario(stages count: Int = 1_000_000) {
   report(
     "serial, \(count) .sync stages", unit: "ns/stage", ours: sync / perStage,
     baselines: baselines)
+  report(
+    "serial, one callback stage \(count) times", unit: "ns/stage", ours: hotCallback / perStage,
+    baselines: [("one closure in a loop", hotLoop / perStage)])
+}
+
+@inline(never)
+func repeatedLoop(_ stage: @Sendable (Int, (Int) -> Void) -> Void, _ count: Int) -> Int {
+  var value = 0
+  for _ in 0..<count { stage(value) { value = $0 } }
+  return value
 }
 
 @inline(never)
