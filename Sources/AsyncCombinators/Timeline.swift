@@ -11,19 +11,18 @@ import Synchronization
 /// `nil` check per stage.
 ///
 /// ```swift
+/// let network = DispatchQueue(label: "network")
 /// let load = AsyncFunc<Int, Int>(name: "load") { x, complete in
-///   DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) {
-///     complete(.success(x))
-///   }
+///   network.asyncAfter(deadline: .now() + .milliseconds(20)) { complete(.success(x)) }
 /// }
 /// let (result, timeline) = await (load <> load +> .sync(name: "sum") { $0 + $1 }).traced(1)
 /// print(result)
 /// print(timeline.renderGantt(width: 20))
 /// // prints success(2)
-/// // prints         0 ms                 20.4 ms
-/// // prints load    |███████████████████ |  20.3 ms  com.apple.main-thread → …
-/// // prints load    |████████████████████|  20.4 ms  com.apple.main-thread → …
-/// // prints sum     |                   █|   0.0 ms  com.apple.root.default-qos
+/// // prints       0 ms         20.4 ms
+/// // prints load |███████████████████ |   20.4 ms  Swift global concurrent queue → network
+/// // prints load |███████████████████ |   20.2 ms  Swift global concurrent queue → network
+/// // prints sum  |                   █|    0.0 ms  network
 /// ```
 public final class Timeline: RunObserver, CustomStringConvertible {
   /// One start of one stage and, once it has finished, its end.
@@ -106,9 +105,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
-  /// // prints          0 ms                     40.6 ms
-  /// // prints fetch    |████████████            |  20.2 ms  main → io
-  /// // prints decode   |            ████████████|  20.3 ms  io
+  /// // prints         0 ms             40.6 ms
+  /// // prints fetch  |████████████            |   20.2 ms  network
+  /// // prints decode |            ████████████|   20.3 ms  network
   /// ```
   ///
   /// - Parameter width: The number of columns the time axis spans.
