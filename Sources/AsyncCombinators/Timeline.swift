@@ -71,11 +71,12 @@ public final class Timeline: RunObserver, CustomStringConvertible {
 
   /// Records a stage's start. Called by the run, on the thread that starts the stage.
   public func stageStarted(_ stage: StageRecord) {
-    let now = DispatchTime.now().uptimeNanoseconds
-    let span = Span(name: stage.name, start: now, startedOn: CurrentExecutor.name)
+    let executor = CurrentExecutor.name
     state.withLock { state in
+      // The clock is read under the lock, so the spans stay in order of their starts.
+      let now = DispatchTime.now().uptimeNanoseconds
       state.running[stage.id] = state.spans.count
-      state.spans.append(span)
+      state.spans.append(Span(name: stage.name, start: now, startedOn: executor))
     }
   }
 

@@ -37,6 +37,8 @@ import Testing
     #expect(spans.map(\.name) == ["left", "right"])
     #expect(spans[0].overlaps(spans[1]))
     #expect(spans.allSatisfy { $0.end != nil && !$0.failed })
+    let drawn = bars(timeline.renderGantt(width: 40))
+    #expect(drawn[0].overlaps(drawn[1]))
   }
 
   @Test func serial_stages_record_steps() async throws {
