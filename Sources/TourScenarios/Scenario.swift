@@ -44,6 +44,19 @@ public struct Traced: Sendable {
   /// What the timeline shows if the operators did their job.
   public var expectations: [Expectation]
 
+  /// Creates a record of a run made some other way: a scenario that drives its own runs
+  /// passes the same ``Timeline`` to each of them as their observer.
+  public init(
+    label: String, structure: String, result: String, timeline: Timeline,
+    expectations: [Expectation]
+  ) {
+    self.label = label
+    self.structure = structure
+    self.result = result
+    self.timeline = timeline
+    self.expectations = expectations
+  }
+
   /// Runs `function` on `input`, starting it on the fake network's queue, and records it.
   public static func run<Input, Output>(
     _ label: String, _ function: AsyncFunc<Input, Output>, _ input: Input,
