@@ -9,9 +9,11 @@ let package = Package(
   ],
   targets: [
     .target(name: "AsyncCombinators"),
-    .executableTarget(name: "Tour", dependencies: ["AsyncCombinators"]),
+    .target(name: "TourScenarios", dependencies: ["AsyncCombinators"]),
+    .executableTarget(name: "Tour", dependencies: ["TourScenarios"]),
     .executableTarget(name: "Benchmarks", dependencies: ["AsyncCombinators"]),
     .testTarget(name: "AsyncCombinatorsTests", dependencies: ["AsyncCombinators"]),
+    .testTarget(name: "TourTests", dependencies: ["TourScenarios", "AsyncCombinators"]),
   ],
   swiftLanguageModes: [.v6]
 )

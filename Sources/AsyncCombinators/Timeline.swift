@@ -1,0 +1,286 @@
+import Dispatch
+import Synchronization
+
+/// A record of what ran when: each stage's start, end and the queue or thread it ran on.
+///
+/// Pass a timeline as the observer of a run, or use ``AsyncFunc/traced(_:)``, then render it:
+/// ``renderGantt(width:)`` draws a chart for the terminal, where `+>` shows as steps and `<>`
+/// as bars that overlap; ``renderMermaid(title:)`` and ``renderSVG(width:)`` draw the same
+/// chart for documentation. A timeline sees primitive stages (each function made with an
+/// initializer or a lift), not the operators that join them. Runs without a timeline pay one
+/// `nil` check per stage.
+///
+/// ```swift
+/// let network = DispatchQueue(label: "network")
+/// let load = AsyncFunc<Int, Int>(name: "load") { x, complete in
+///   network.asyncAfter(deadline: .now() + .milliseconds(20)) { complete(.success(x)) }
+/// }
+/// let (result, timeline) = await (load <> load +> .sync(name: "sum") { $0 + $1 }).traced(1)
+/// print(result)
+/// print(timeline.renderGantt(width: 20))
+/// // prints success(2)
+/// // prints       0 ms         20.4 ms
+/// // prints load |███████████████████ |   20.4 ms  Swift global concurrent queue → network
+/// // prints load |███████████████████ |   20.2 ms  Swift global concurrent queue → network
+/// // prints sum  |                   █|    0.0 ms  network
+/// ```
+public final class Timeline: RunObserver, CustomStringConvertible {
+  /// One start of one stage and, once it has finished, its end.
+  public struct Span: Sendable, Hashable {
+    /// The stage's `name:`, or `File.swift:line` where it was made.
+    public let name: String
+    /// When the stage started, in monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`).
+    public let start: UInt64
+    /// When the stage completed, in monotonic nanoseconds; `nil` while it is running.
+    public var end: UInt64?
+    /// Whether the stage completed with an error (cancellation included).
+    public var failed = false
+    /// The dispatch queue label, or `thread 0x…`, where the stage started.
+    public let startedOn: String
+    /// Where the stage completed; `nil` while it is running.
+    public var endedOn: String?
+
+    /// The stage's duration in nanoseconds; `nil` while it is running.
+    public var duration: UInt64? { end.map { $0 - start } }
+
+    /// Whether the two spans ran at the same time for a while: each started before the
+    /// other ended. A span that is still running has no end yet.
+    public func overlaps(_ other: Span) -> Bool {
+      start < (other.end ?? .max) && other.start < (end ?? .max)
+    }
+  }
+
+  private struct State {
+    var spans: [Span] = []
+    /// Where each running stage's span sits in `spans`, by ``StageRecord/id``.
+    var running: [UInt64: Int] = [:]
+  }
+
+  private let state = Mutex(State())
+
+  /// Creates an empty timeline.
+  public init() {}
+
+  /// A timeline of spans recorded elsewhere, to render them.
+  init(spans: [Span]) {
+    state.withLock { $0.spans = spans }
+  }
+
+  /// Every span recorded so far, in the order the stages started.
+  public var spans: [Span] { state.withLock { $0.spans } }
+
+  /// Records a stage's start. Called by the run, on the thread that starts the stage.
+  public func stageStarted(_ stage: StageRecord) {
+    let executor = CurrentExecutor.name
+    state.withLock { state in
+      // The clock is read under the lock, so the spans stay in order of their starts.
+      let now = DispatchTime.now().uptimeNanoseconds
+      state.running[stage.id] = state.spans.count
+      state.spans.append(Span(name: stage.name, start: now, startedOn: executor))
+    }
+  }
+
+  /// Records a stage's end. Called by the run, on the thread that completes the stage.
+  public func stageEnded(_ stage: StageRecord, failed: Bool) {
+    let now = DispatchTime.now().uptimeNanoseconds
+    let executor = CurrentExecutor.name
+    state.withLock { state in
+      guard let index = state.running.removeValue(forKey: stage.id) else { return }
+      state.spans[index].end = now
+      state.spans[index].failed = failed
+      state.spans[index].endedOn = executor
+    }
+  }
+
+  /// The Gantt chart of ``renderGantt(width:)`` at its default width.
+  public var description: String { renderGantt() }
+
+  // MARK: Rendering
+
+  /// Draws the timeline as a text Gantt chart: one row per stage, time running left to right.
+  ///
+  /// Stages composed with `+>` show as steps (each bar starts where the one before ended);
+  /// stages composed with `<>` show as bars that overlap. Each row ends with the duration
+  /// and where the stage started and, when different, completed. A failed stage is drawn
+  /// with `▓`, one still running with `░`.
+  ///
+  /// ```swift
+  /// print(timeline.renderGantt(width: 24))
+  /// // prints         0 ms             40.6 ms
+  /// // prints fetch  |████████████            |   20.2 ms  network
+  /// // prints decode |            ████████████|   20.3 ms  network
+  /// ```
+  ///
+  /// - Parameter width: The number of columns the time axis spans.
+  /// - Returns: The chart, one line per stage after a header line, without a trailing newline.
+  /// - Complexity: O(*n* × `width`) for *n* spans.
+  public func renderGantt(width: Int = 48) -> String {
+    let spans = self.spans
+    guard !spans.isEmpty else { return "(no stages ran)" }
+    let width = max(width, 1)
+    let scale = Scale(spans)
+    let nameWidth = spans.map(\.name.count).max()!
+    let end = Scale.milliseconds(scale.total) + " ms"
+    let axis = "0 ms".padding(to: max(width - end.count, 5)) + end
+    var lines = [String(repeating: " ", count: nameWidth + 2) + axis]
+    for span in spans {
+      let from = min(scale.column(span.start, width), width - 1)
+      let to = min(max(scale.column(span.end ?? scale.last, width), from + 1), width)
+      let fill: Character = span.end == nil ? "░" : span.failed ? "▓" : "█"
+      let bar =
+        String(repeating: " ", count: from) + String(repeating: fill, count: to - from)
+        + String(repeating: " ", count: width - to)
+      let duration = span.duration.map { Scale.milliseconds($0) + " ms" } ?? "running"
+      var place = span.startedOn
+      if let endedOn = span.endedOn, endedOn != span.startedOn { place += " → " + endedOn }
+      lines.append(
+        span.name.padding(to: nameWidth) + " |" + bar + "| "
+          + duration.leftPadding(to: 9) + "  " + place)
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  /// Writes the timeline as a Mermaid `gantt` diagram, for Markdown that renders Mermaid.
+  ///
+  /// Times are milliseconds from the first start; failed stages are marked `crit`, stages
+  /// still running `active`.
+  ///
+  /// ```swift
+  /// print(timeline.renderMermaid(title: "processImageData"))
+  /// // prints gantt
+  /// // prints   title processImageData
+  /// // prints   dateFormat x
+  /// // prints   axisFormat %L ms
+  /// // prints   load profile : 0, 20
+  /// // prints   …
+  /// ```
+  ///
+  /// - Parameter title: The diagram's title, or `nil` for none.
+  /// - Returns: The diagram's source.
+  public func renderMermaid(title: String? = nil) -> String {
+    let spans = self.spans
+    let scale = Scale(spans)
+    var lines = ["gantt"]
+    if let title { lines.append("  title " + Timeline.mermaidSafe(title)) }
+    lines += ["  dateFormat x", "  axisFormat %L ms"]
+    for span in spans {
+      let start = (span.start - scale.first) / 1_000_000
+      let end = max((span.end ?? scale.last) - scale.first, 1_000_000) / 1_000_000
+      let tag = span.end == nil ? "active, " : span.failed ? "crit, " : ""
+      lines.append("  \(Timeline.mermaidSafe(span.name)) : \(tag)\(start), \(max(end, start + 1))")
+    }
+    return lines.joined(separator: "\n")
+  }
+
+  /// Draws the timeline as a standalone SVG image: one labelled bar per stage.
+  ///
+  /// Failed stages are red, stages still running grey.
+  ///
+  /// ```swift
+  /// try timeline.renderSVG().write(toFile: "timeline.svg", atomically: true, encoding: .utf8)
+  /// ```
+  ///
+  /// - Parameter width: The width of the time axis, in pixels.
+  /// - Returns: The SVG document.
+  public func renderSVG(width: Int = 480) -> String {
+    let spans = self.spans
+    let scale = Scale(spans)
+    let labelWidth = 8 * (spans.map(\.name.count).max() ?? 0) + 16
+    let rowHeight = 22
+    let height = rowHeight * (spans.count + 1)
+    var svg = [
+      #"<svg xmlns="http://www.w3.org/2000/svg" width="\#(labelWidth + width + 80)" "#
+        + #"height="\#(height)" font-family="monospace" font-size="12">"#
+    ]
+    for (row, span) in spans.enumerated() {
+      let y = row * rowHeight + 4
+      let x = labelWidth + scale.column(span.start, width)
+      let right = labelWidth + scale.column(span.end ?? scale.last, width)
+      let color = span.end == nil ? "#9e9e9e" : span.failed ? "#d32f2f" : "#1976d2"
+      let duration = span.duration.map { Scale.milliseconds($0) + " ms" } ?? "running"
+      svg.append(
+        #"  <text x="4" y="\#(y + 13)">\#(Timeline.xmlEscaped(span.name))</text>"#)
+      svg.append(
+        #"  <rect x="\#(x)" y="\#(y)" width="\#(max(right - x, 2))" height="16" "#
+          + #"fill="\#(color)"><title>\#(Timeline.xmlEscaped(span.startedOn))</title></rect>"#)
+      svg.append(#"  <text x="\#(max(right, x + 2) + 4)" y="\#(y + 13)">\#(duration)</text>"#)
+    }
+    let axis = "0 – \(Scale.milliseconds(scale.total)) ms"
+    svg.append(#"  <text x="\#(labelWidth)" y="\#(height - 6)">\#(axis)</text>"#)
+    svg.append("</svg>")
+    return svg.joined(separator: "\n")
+  }
+
+  private static func mermaidSafe(_ text: String) -> String {
+    String(text.map { ":;#".contains($0) ? " " : $0 })
+  }
+
+  private static func xmlEscaped(_ text: String) -> String {
+    text.replacing("&", with: "&amp;").replacing("<", with: "&lt;").replacing(">", with: "&gt;")
+  }
+}
+
+/// Maps monotonic times onto columns, from the first start to the last event.
+private struct Scale {
+  let first: UInt64
+  let last: UInt64
+  var total: UInt64 { last - first }
+
+  init(_ spans: [Timeline.Span]) {
+    first = spans.map(\.start).min() ?? 0
+    last = spans.map { $0.end ?? $0.start }.max() ?? first
+  }
+
+  /// Rounds down, so a stage that starts when another ends never starts left of its end.
+  func column(_ time: UInt64, _ width: Int) -> Int {
+    guard total > 0 else { return 0 }
+    return Int((time - first) * UInt64(width) / total)
+  }
+
+  static func milliseconds(_ nanoseconds: UInt64) -> String {
+    let tenths = (nanoseconds + 50_000) / 100_000
+    return "\(tenths / 10).\(tenths % 10)"
+  }
+}
+
+extension String {
+  fileprivate func padding(to length: Int) -> String {
+    count >= length ? self : self + String(repeating: " ", count: length - count)
+  }
+
+  fileprivate func leftPadding(to length: Int) -> String {
+    count >= length ? self : String(repeating: " ", count: length - count) + self
+  }
+}
+
+extension AsyncFunc {
+  /// Runs the function with a fresh ``Timeline`` watching, and returns both the result and
+  /// the timeline.
+  ///
+  /// Cancelling the awaiting task cancels the run, as with `try await f(input)`; the result
+  /// is then `CancellationError`.
+  ///
+  /// ```swift
+  /// let (result, timeline) = await pipeline.traced(7)
+  /// print(result)
+  /// print(timeline.renderGantt())
+  /// ```
+  ///
+  /// - Parameter input: The input of the first stage.
+  /// - Returns: The run's result and the timeline of its stages.
+  public func traced(_ input: Input) async -> (
+    result: Result<Output, any Error>, timeline: Timeline
+  ) {
+    let timeline = Timeline()
+    let token = CancellationToken(observer: timeline)
+    let result = await withTaskCancellationHandler {
+      await withUnsafeContinuation { continuation in
+        // A run completes exactly once, which is all an unsafe continuation asks.
+        run(input, token: token) { continuation.resume(returning: $0) }
+      }
+    } onCancel: {
+      token.cancel()
+    }
+    return (result, timeline)
+  }
+}

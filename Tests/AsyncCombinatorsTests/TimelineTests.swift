@@ -1,0 +1,158 @@
+import Dispatch
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct TimelineTests {
+  /// A stage on `queue` that signals `started`, then completes once `release` opens.
+  private func gated(
+    _ name: String, on queue: DispatchQueue, started: Countdown, release: Gate
+  ) -> AsyncFunc<Int, Int> {
+    AsyncFunc(name: name) { x, complete in
+      queue.async {
+        started.tick()
+        release.blockingWait()
+        complete(.success(x))
+      }
+    }
+  }
+
+  @Test func parallel_stages_record_overlapping_spans() async throws {
+    // Serial queues: each gets its own thread at once, where a concurrent queue's second
+    // block may wait for the pool to grow.
+    let started = Countdown(2)
+    let release = Gate()
+    let both =
+      gated("left", on: DispatchQueue(label: "left"), started: started, release: release)
+      <> gated("right", on: DispatchQueue(label: "right"), started: started, release: release)
+    let timeline = Timeline()
+    async let result = withCheckedContinuation { continuation in
+      both.run(1, observer: timeline) { continuation.resume(returning: $0) }
+    }
+    await started.wait()  // Both bodies are running: neither can have ended.
+    release.open()
+    _ = try await result.get()
+
+    let spans = timeline.spans
+    #expect(spans.map(\.name) == ["left", "right"])
+    #expect(spans[0].overlaps(spans[1]))
+    #expect(spans.allSatisfy { $0.end != nil && !$0.failed })
+    let drawn = bars(timeline.renderGantt(width: 40))
+    #expect(drawn[0].overlaps(drawn[1]))
+  }
+
+  @Test func serial_stages_record_steps() async throws {
+    let first = AsyncFunc<Int, Int>(name: "first") { x, complete in
+      testQueue().async { complete(.success(x + 1)) }
+    }
+    let second = AsyncFunc<Int, Int>(name: "second") { x, complete in
+      testQueue().async { complete(.success(x * 2)) }
+    }
+    let (result, timeline) = await (first +> second +> .sync(name: "third") { $0 }).traced(1)
+    #expect(try result.get() == 4)
+    let spans = timeline.spans
+    #expect(spans.map(\.name) == ["first", "second", "third"])
+    for (before, after) in zip(spans, spans.dropFirst()) {
+      #expect(try #require(before.end) <= after.start)
+      #expect(!before.overlaps(after))
+    }
+  }
+
+  @Test func failed_stage_is_marked_failed() async {
+    struct Boom: Error {}
+    let boom = AsyncFunc<Int, Int>.sync(name: "boom") { _ in throw Boom() }
+    let (result, timeline) = await boom.traced(1)
+    #expect(throws: Boom.self) { try result.get() }
+    #expect(timeline.spans.map(\.failed) == [true])
+  }
+
+  @Test func records_the_queue_a_stage_started_and_ended_on() async {
+    let start = DispatchQueue(label: "timeline.start")
+    let finish = DispatchQueue(label: "timeline.finish")
+    let hop = AsyncFunc<Int, Int>(name: "hop") { x, complete in
+      finish.async { complete(.success(x)) }
+    }
+    let timeline = Timeline()
+    await withCheckedContinuation { continuation in
+      start.async { hop.run(1, observer: timeline) { _ in continuation.resume() } }
+    }
+    #expect(timeline.spans.first?.startedOn == "timeline.start")
+    #expect(timeline.spans.first?.endedOn == "timeline.finish")
+  }
+
+  @Test func cancelling_a_traced_task_cancels_the_run() async {
+    let parked = AsyncFunc<Int, Int>(name: "parked") { _, token, complete in
+      token.onCancel { complete(.failure(CancellationError())) }
+    }
+    let task = Task { await parked.traced(1) }
+    task.cancel()
+    let (result, _) = await task.value
+    #expect(throws: CancellationError.self) { try result.get() }
+  }
+
+  // MARK: Rendering, on spans with known times
+
+  private func timeline(_ spans: [(String, UInt64, UInt64?)]) -> Timeline {
+    Timeline(
+      spans: spans.map { name, start, end in
+        Timeline.Span(
+          name: name, start: start, end: end, startedOn: "q", endedOn: end.map { _ in "q" })
+      })
+  }
+
+  /// The columns each row's bar covers, from a rendered Gantt chart.
+  private func bars(_ chart: String) -> [Range<Int>] {
+    chart.split(separator: "\n").dropFirst().map { line in
+      let bar = Array(line.split(separator: "|")[1])
+      let filled = bar.indices.filter { bar[$0] != " " }
+      return filled.first!..<(filled.last! + 1)
+    }
+  }
+
+  @Test func gantt_draws_serial_stages_as_steps() {
+    let chart = timeline([
+      ("a", 0, 10_000_000), ("b", 10_000_000, 30_000_000), ("c", 30_000_000, 40_000_000),
+    ])
+    .renderGantt(width: 40)
+    #expect(bars(chart) == [0..<10, 10..<30, 30..<40])
+    #expect(chart.split(separator: "\n")[0].hasSuffix("0 ms                             40.0 ms"))
+  }
+
+  @Test func gantt_draws_parallel_stages_as_overlapping_bars() {
+    let chart = timeline([
+      ("left", 0, 30_000_000), ("right", 0, 20_000_000), ("join", 30_000_000, 40_000_000),
+    ])
+    .renderGantt(width: 40)
+    #expect(bars(chart) == [0..<30, 0..<20, 30..<40])
+    #expect(chart.contains("left  |"))
+    #expect(chart.contains("  30.0 ms  q"))
+  }
+
+  @Test func gantt_marks_failed_and_running_stages() {
+    let timeline = timeline([("ok", 0, 10), ("running", 0, nil)])
+    let chart = timeline.renderGantt(width: 4)
+    #expect(chart.contains("running |░░░░|   running  q"))
+    #expect(timeline.spans[1].overlaps(timeline.spans[0]))
+  }
+
+  @Test func mermaid_and_svg_list_every_stage() {
+    let timeline = timeline([("load: a", 1_000_000, 21_000_000), ("b<c", 21_000_000, 31_000_000)])
+    #expect(
+      timeline.renderMermaid(title: "run")
+        == """
+        gantt
+          title run
+          dateFormat x
+          axisFormat %L ms
+          load  a : 0, 20
+          b<c : 20, 30
+        """)
+    let svg = timeline.renderSVG()
+    #expect(svg.hasPrefix("<svg") && svg.hasSuffix("</svg>"))
+    #expect(svg.contains("b&lt;c") && svg.contains("20.0 ms"))
+  }
+
+  @Test func an_empty_timeline_says_so() {
+    #expect(Timeline().renderGantt() == "(no stages ran)")
+  }
+}
