@@ -43,6 +43,8 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
   ///
   /// - Parameters:
   ///   - name: What descriptions, timelines and contract reports call the function.
+  ///   - fileID: The file that made the function, for descriptions and reports.
+  ///   - line: The line that made the function.
   ///   - body: Starts the work for `input` and calls `complete` when it is done, from any thread.
   @inlinable
   public init(
@@ -58,16 +60,21 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
   ///
   /// ```swift
   /// let wait = AsyncFunc<Int, Int>(name: "wait") { x, token, complete in
-  ///   let timer = DispatchWorkItem { complete(.success(x)) }
-  ///   token.onCancel { timer.cancel() }
-  ///   DispatchQueue.global().asyncAfter(deadline: .now() + 1, execute: timer)
+  ///   let registration = token.onCancel { print("wait saw the cancellation") }
+  ///   DispatchQueue.global().asyncAfter(deadline: .now() + 1) {
+  ///     registration.remove()
+  ///     complete(.success(x))  // too late: dropped
+  ///   }
   /// }
   /// wait.run(1) { print($0) }.cancel()
   /// // prints failure(Swift.CancellationError())
+  /// // prints wait saw the cancellation
   /// ```
   ///
   /// - Parameters:
   ///   - name: What descriptions, timelines and contract reports call the function.
+  ///   - fileID: The file that made the function, for descriptions and reports.
+  ///   - line: The line that made the function.
   ///   - body: Starts the work; `token` fires its handlers when the run is cancelled.
   @inlinable
   public init(

@@ -27,6 +27,8 @@ extension AsyncFunc {
   ///
   /// - Parameters:
   ///   - name: What the description calls the step: `fetchProfile +> saveProfile`.
+  ///   - fileID: The file that made the step, for descriptions and reports.
+  ///   - line: The line that made the step.
   ///   - sideEffect: Runs with the output on the thread that completed the previous stage; a
   ///     throw fails the run.
   /// - Returns: A function with this one's output, after the side effect has been performed.

@@ -56,7 +56,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     var running: [UInt64: Int] = [:]
   }
 
-  private let state = Mutex(State())
+  private let state = Locked(State())
 
   /// Creates an empty timeline.
   public init() {}
