@@ -11,7 +11,21 @@ public protocol RunObserver: AnyObject, Sendable {
   /// A stage is about to start, on the current thread.
   func stageStarted(_ stage: StageRecord)
   /// The stage completed, on the thread that completed it.
-  func stageEnded(_ stage: StageRecord, failed: Bool)
+  func stageEnded(_ stage: StageRecord, outcome: StageOutcome)
+}
+
+/// How a stage ended, as seen by a ``RunObserver``.
+public enum StageOutcome: Sendable, Hashable {
+  /// It completed with a value.
+  case succeeded
+  /// It completed with an error other than `CancellationError`.
+  case failed
+  /// It completed with `CancellationError`: cancellation is not failure.
+  case cancelled
+
+  init(_ error: any Error) {
+    self = error is CancellationError ? .cancelled : .failed
+  }
 }
 
 /// One start of one stage, as seen by a ``RunObserver``.
@@ -42,7 +56,7 @@ final class StageEvent: Sendable {
     return event
   }
 
-  func end(failed: Bool) {
-    observer.stageEnded(record, failed: failed)
+  func end(_ outcome: StageOutcome) {
+    observer.stageEnded(record, outcome: outcome)
   }
 }

@@ -33,8 +33,12 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     public let start: UInt64
     /// When the stage completed, in monotonic nanoseconds; `nil` while it is running.
     public var end: UInt64?
-    /// Whether the stage completed with an error (cancellation included).
-    public var failed = false
+    /// How the stage ended; `nil` while it is running.
+    public var outcome: StageOutcome?
+    /// Whether the stage completed with an error other than cancellation.
+    public var failed: Bool { outcome == .failed }
+    /// Whether the stage completed with `CancellationError`.
+    public var cancelled: Bool { outcome == .cancelled }
     /// The dispatch queue label, or `thread 0x…`, where the stage started.
     public let startedOn: String
     /// Where the stage completed; `nil` while it is running.
@@ -81,13 +85,13 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   }
 
   /// Records a stage's end. Called by the run, on the thread that completes the stage.
-  public func stageEnded(_ stage: StageRecord, failed: Bool) {
+  public func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
     let now = DispatchTime.now().uptimeNanoseconds
     let executor = CurrentExecutor.name
     state.withLock { state in
       guard let index = state.running.removeValue(forKey: stage.id) else { return }
       state.spans[index].end = now
-      state.spans[index].failed = failed
+      state.spans[index].outcome = outcome
       state.spans[index].endedOn = executor
     }
   }
@@ -102,7 +106,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// Stages composed with `+>` show as steps (each bar starts where the one before ended);
   /// stages composed with `<>` show as bars that overlap. Each row ends with the duration
   /// and where the stage started and, when different, completed. A failed stage is drawn
-  /// with `▓`, one still running with `░`.
+  /// with `▓`, a cancelled one with `▒`, one still running with `░`.
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -126,7 +130,13 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     for span in spans {
       let from = min(scale.column(span.start, width), width - 1)
       let to = min(max(scale.column(span.end ?? scale.last, width), from + 1), width)
-      let fill: Character = span.end == nil ? "░" : span.failed ? "▓" : "█"
+      let fill: Character =
+        switch span.outcome {
+        case nil: "░"
+        case .failed: "▓"
+        case .cancelled: "▒"
+        case .succeeded: "█"
+        }
       let bar =
         String(repeating: " ", count: from) + String(repeating: fill, count: to - from)
         + String(repeating: " ", count: width - to)
@@ -142,8 +152,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
 
   /// Writes the timeline as a Mermaid `gantt` diagram, for Markdown that renders Mermaid.
   ///
-  /// Times are milliseconds from the first start; failed stages are marked `crit`, stages
-  /// still running `active`.
+  /// Times are milliseconds from the first start; failed stages are marked `crit`, cancelled
+  /// ones `done`, stages still running `active`.
   ///
   /// ```swift
   /// print(timeline.renderMermaid(title: "processImageData"))
@@ -166,7 +176,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     for span in spans {
       let start = (span.start - scale.first) / 1_000_000
       let end = max((span.end ?? scale.last) - scale.first, 1_000_000) / 1_000_000
-      let tag = span.end == nil ? "active, " : span.failed ? "crit, " : ""
+      let tag =
+        span.end == nil ? "active, " : span.failed ? "crit, " : span.cancelled ? "done, " : ""
       lines.append("  \(Timeline.mermaidSafe(span.name)) : \(tag)\(start), \(max(end, start + 1))")
     }
     return lines.joined(separator: "\n")
@@ -196,7 +207,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       let y = row * rowHeight + 4
       let x = labelWidth + scale.column(span.start, width)
       let right = labelWidth + scale.column(span.end ?? scale.last, width)
-      let color = span.end == nil ? "#9e9e9e" : span.failed ? "#d32f2f" : "#1976d2"
+      let color =
+        span.end == nil
+        ? "#9e9e9e" : span.failed ? "#d32f2f" : span.cancelled ? "#f9a825" : "#1976d2"
       let duration = span.duration.map { Scale.milliseconds($0) + " ms" } ?? "running"
       svg.append(
         #"  <text x="4" y="\#(y + 13)">\#(Timeline.xmlEscaped(span.name))</text>"#)

@@ -13,7 +13,7 @@ extension Tour {
     story: """
       missing.dat fails after 10 ms. The <> completes with that error at once and cancels \
       the 80 ms download still running: both bars end at 10 ms (▓ marks a stage that \
-      failed or was cancelled), and decodeImage never starts.
+      failed, ▒ one that was cancelled), and decodeImage never starts.
       """
   ) {
     let missing = FakeNetwork.stage("load missing.dat", milliseconds: 10) {
@@ -27,7 +27,7 @@ extension Tour {
         "failure", slow <> missing +> ImageWork.decodeImage, (),
         expecting: [
           .overlap("load big.dat", "load missing.dat"), .failed("load missing.dat"),
-          .failed("load big.dat"), .neverStarted("decodeImage"),
+          .cancelled("load big.dat"), .neverStarted("decodeImage"),
         ])
     ]
   }

@@ -92,8 +92,10 @@ public enum Expectation: Sendable {
   case overlap(String, String)
   /// Each named stage started only once the one before it had ended: the mark of `+>`.
   case steps([String])
-  /// The named stage ended with a failure (cancellation counts).
+  /// The named stage ended with a failure.
   case failed(String)
+  /// The named stage ended with `CancellationError`.
+  case cancelled(String)
   /// The named stage never started.
   case neverStarted(String)
 
@@ -116,6 +118,9 @@ public enum Expectation: Sendable {
     case .failed(let name):
       guard let found = span(name) else { return "\(self): stage missing" }
       return found.failed ? nil : "\(name) did not fail"
+    case .cancelled(let name):
+      guard let found = span(name) else { return "\(self): stage missing" }
+      return found.cancelled ? nil : "\(name) was not cancelled"
     case .neverStarted(let name):
       return span(name) == nil ? nil : "\(name) started"
     }

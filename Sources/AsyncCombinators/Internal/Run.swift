@@ -167,9 +167,9 @@ final class Run: StageSink, @unchecked Sendable {
         if let observer = token.observer { event = StageEvent.begin(stage.shape, observer) }
         do {
           value = try stage.body(value)
-          event?.end(failed: false)
+          event?.end(.succeeded)
         } catch {
-          event?.end(failed: true)
+          event?.end(StageOutcome(error))
           return finish(.failure(error))
         }
       case .callback(let stage):
@@ -309,14 +309,14 @@ final class StageCompletion: @unchecked Sendable {
   @usableFromInline
   func succeed(_ value: AnyValue) {
     guard claim() else { return }
-    event?.end(failed: false)
+    event?.end(.succeeded)
     sink.stageSucceeded(value, branch: branch)
   }
 
   @usableFromInline
   func fail(_ error: any Error) {
     guard claim() else { return }
-    event?.end(failed: true)
+    event?.end(StageOutcome(error))
     sink.stageFailed(error, branch: branch)
   }
 
@@ -347,7 +347,7 @@ final class StageCompletion: @unchecked Sendable {
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let event = event
     DispatchQueue.global().async {
-      event?.end(failed: true)
+      event?.end(.failed)
       sink.stageFailed(violation, branch: branch)
     }
   }
