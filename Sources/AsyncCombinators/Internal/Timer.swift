@@ -1,0 +1,43 @@
+import Dispatch
+import Synchronization
+
+/// A one-shot timer on a global queue that a run's cancellation stops.
+///
+/// Used by `retry`'s delay, `timeout` and `delay`. Cancelling the token cancels the work item,
+/// so a cancelled wait holds neither a thread nor the closure past the cancellation.
+enum Timer {
+  /// Calls `fire` once `duration` has passed, unless `token` is cancelled first.
+  ///
+  /// A zero or negative duration fires on the global queue at once.
+  static func after(
+    _ duration: Duration, token: CancellationToken, _ fire: @escaping @Sendable () -> Void
+  ) {
+    let link = CancellationLink()
+    let item = WorkItem {
+      link.finish()
+      fire()
+    }
+    link.connect(token, to: item)
+    DispatchQueue.global().asyncAfter(deadline: deadline(after: duration), execute: item.item)
+  }
+
+  /// `now + duration`, saturating: a negative duration is now, a huge one is far in the future.
+  static func deadline(after duration: Duration) -> DispatchTime {
+    let (seconds, attoseconds) = duration.components
+    guard seconds >= 0 else { return .now() }
+    let (nanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    guard !overflow else { return .distantFuture }
+    return .now() + .nanoseconds(Int(clamping: nanos + attoseconds / 1_000_000_000))
+  }
+}
+
+/// A `DispatchWorkItem` as a ``Cancellable``.
+private final class WorkItem: Cancellable {
+  // `DispatchWorkItem` is thread-safe (libdispatch guards its state); it is only not
+  // annotated as `Sendable` on every platform.
+  nonisolated(unsafe) let item: DispatchWorkItem
+
+  init(_ work: @escaping @Sendable () -> Void) { item = DispatchWorkItem(block: work) }
+
+  func cancel() { item.cancel() }
+}
