@@ -31,3 +31,4 @@ nonisolated func bench(_ n: Int, _ which: String) {
 bench(
   Int(ProcessInfo.processInfo.environment["N"] ?? "1000000")!,
   CommandLine.arguments.count > 1 ? CommandLine.arguments[1] : "cs")
+runConcurrentMapScenario()
