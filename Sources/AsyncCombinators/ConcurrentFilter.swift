@@ -23,7 +23,8 @@ extension AsyncFunc where Output == Bool {
     let verdicts = concurrentMap(limit: limit)
     return AsyncFunc<[Input], [Input]>(
       label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, limit == .max ? "concurrentFilter()" : "concurrentFilter(limit: \(limit))")
+      shape: .modified(
+        program, limit == .max ? "concurrentFilter()" : "concurrentFilter(limit: \(limit))")
     ) { elements, token, complete in
       verdicts.run(elements, token: token) { result in
         complete(result.map { zip(elements, $0).filter(\.1).map(\.0) })

@@ -141,7 +141,8 @@ import Testing
     let singleUploadCompletion = AsyncFunc<String, Void>.sync(
       name: "singleUploadCompletion", app.singleUploadCompletion)
 
-    return (export.on(app.work).limit(1)
+    return
+      (export.on(app.work).limit(1)
       +> upload.on(app.context).retry(1)
       +> singleUploadSuccess.on(app.ui))
       .finally(singleUploadCompletion.on(app.ui))

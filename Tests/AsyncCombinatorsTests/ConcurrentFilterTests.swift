@@ -14,7 +14,9 @@ import Testing
         complete(.success(x % 2 == 0))
       }
     }
-    #expect(try await isEven.concurrentFilter(limit: 3)(Array(0..<50)) == stride(from: 0, to: 50, by: 2).map { $0 })
+    #expect(
+      try await isEven.concurrentFilter(limit: 3)(Array(0..<50))
+        == stride(from: 0, to: 50, by: 2).map { $0 })
     #expect(inFlight.peak <= 3)
   }
 

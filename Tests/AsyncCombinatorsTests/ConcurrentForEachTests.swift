@@ -20,6 +20,7 @@ import Testing
 
   @Test func compactMap_keeps_the_non_nil_outputs_in_order() async throws {
     let parse = AsyncFunc<String, Int?>.async { Int($0) }
-    #expect(try await parse.concurrentCompactMap(limit: 2)(["1", "x", "3", "y", "5"]) == [1, 3, 5])
+    #expect(
+      try await parse.concurrentCompactMap(limit: 2)(["1", "x", "3", "y", "5"]) == [1, 3, 5])
   }
 }

@@ -12,10 +12,12 @@ import Testing
 
   @Test func cancelling_during_a_delay_ends_the_run_promptly() async {
     let after = Atomic(false)
-    let pipeline = AsyncFunc<Int, Int>.delay(.seconds(30)) +> .sync {
-      after.store(true, ordering: .relaxed)
-      return $0
-    }
+    let pipeline =
+      AsyncFunc<Int, Int>.delay(.seconds(30))
+      +> .sync {
+        after.store(true, ordering: .relaxed)
+        return $0
+      }
     let done = Gate()
     let start = ContinuousClock.now
     let token = pipeline.run(1) { result in
@@ -30,6 +32,7 @@ import Testing
 
   @Test func description_reads_like_the_code() {
     let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }
-    #expect("\(fetch +> .delay(.milliseconds(200)) +> fetch)" == "fetch +> delay(0.2 seconds) +> fetch")
+    #expect(
+      "\(fetch +> .delay(.milliseconds(200)) +> fetch)" == "fetch +> delay(0.2 seconds) +> fetch")
   }
 }

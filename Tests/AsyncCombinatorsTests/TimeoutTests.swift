@@ -39,7 +39,8 @@ import Testing
   @Test func description_reads_like_the_code() {
     let slow = AsyncFunc<Int, Int>.sync(name: "slow") { $0 }
     #expect("\(slow.timeout(.seconds(2)))" == "slow.timeout(2.0 seconds)")
-    #expect("\(TimeoutError(duration: .seconds(2)))" == "TimeoutError: no result within 2.0 seconds")
+    #expect(
+      "\(TimeoutError(duration: .seconds(2)))" == "TimeoutError: no result within 2.0 seconds")
   }
 
   @Test func a_negative_duration_is_a_precondition_failure() async {

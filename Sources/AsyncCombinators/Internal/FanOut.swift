@@ -29,7 +29,8 @@ final class FanOut<Element: Sendable>: Sendable {
 
   /// What a delivered result leads to, decided under the lock and done outside it.
   private enum Next {
-    case nothing, startMore, finish(Outcome)
+    case nothing, startMore
+    case finish(Outcome)
   }
 
   private struct State {
