@@ -15,7 +15,7 @@ extension AsyncFunc where Input == Output {
     precondition(duration >= .zero, "delay(\(duration)): the duration must not be negative")
     return AsyncFunc(label: Label(name: "delay(\(duration))", fileID: #fileID, line: #line)) {
       input, token, complete in
-      Timer.after(duration, token: token) { complete(.success(input)) }
+      OneShotTimer.after(duration, token: token) { complete(.success(input)) }
     }
   }
 }

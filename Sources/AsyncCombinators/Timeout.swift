@@ -41,7 +41,7 @@ extension AsyncFunc {
     ) { input, token, complete in
       let (child, link) = token.makeChild()
       let decided = Once()
-      Timer.after(duration, token: child) {
+      OneShotTimer.after(duration, token: child) {
         guard decided.claim() else { return }
         link.remove()
         child.cancel()  // Stops the inner run.

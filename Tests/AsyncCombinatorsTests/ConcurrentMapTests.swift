@@ -163,11 +163,3 @@ import Testing
     }
   }
 }
-
-extension Result {
-  /// The error of a failure, for `#expect`.
-  var failure: Failure? {
-    if case .failure(let error) = self { return error }
-    return nil
-  }
-}

@@ -65,7 +65,7 @@ final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
     else { return complete(result) }
     let wait = policy.delay(before: attempt)
     if wait > .zero {
-      Timer.after(wait, token: token) { self.startAttempt() }
+      OneShotTimer.after(wait, token: token) { self.startAttempt() }
     } else {
       startAttempt()
     }

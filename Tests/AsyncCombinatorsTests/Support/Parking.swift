@@ -90,3 +90,11 @@ struct TestError: Error, Equatable {
   let id: Int
   init(_ id: Int = 0) { self.id = id }
 }
+
+extension Result {
+  /// The error of a failure, for `#expect`.
+  var failure: Failure? {
+    if case .failure(let error) = self { return error }
+    return nil
+  }
+}

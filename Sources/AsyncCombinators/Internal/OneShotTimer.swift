@@ -5,7 +5,7 @@ import Synchronization
 ///
 /// Used by `retry`'s delay, `timeout` and `delay`. Cancelling the token cancels the work item,
 /// so a cancelled wait holds neither a thread nor the closure past the cancellation.
-enum Timer {
+enum OneShotTimer {
   /// Calls `fire` once `duration` has passed, unless `token` is cancelled first.
   ///
   /// A zero or negative duration fires on the global queue at once.
@@ -32,12 +32,32 @@ enum Timer {
 }
 
 /// A `DispatchWorkItem` as a ``Cancellable``.
+///
+/// Dispatch keeps a cancelled item, and its block, until the deadline passes. The block
+/// therefore holds only a box, which cancelling empties: a cancelled 30-second timeout does
+/// not keep its run's completion alive for 30 seconds.
 private final class WorkItem: Cancellable {
+  /// The work until it runs or is cancelled.
+  private final class Pending: Sendable {
+    let work: Mutex<(@Sendable () -> Void)?>
+    init(_ work: @escaping @Sendable () -> Void) { self.work = Mutex(work) }
+    func take() -> (@Sendable () -> Void)? { work.withLock { $0.take() } }
+  }
+
+  private let pending: Pending
   // `DispatchWorkItem` is thread-safe (libdispatch guards its state); it is only not
   // annotated as `Sendable` on every platform.
   nonisolated(unsafe) let item: DispatchWorkItem
 
-  init(_ work: @escaping @Sendable () -> Void) { item = DispatchWorkItem(block: work) }
+  init(_ work: @escaping @Sendable () -> Void) {
+    let pending = Pending(work)
+    self.pending = pending
+    item = DispatchWorkItem { pending.take()?() }
+  }
 
-  func cancel() { item.cancel() }
+  func cancel() {
+    let work = pending.take()
+    item.cancel()
+    _ = work  // Released outside the lock: releasing the closure may run deinits.
+  }
 }
