@@ -21,6 +21,7 @@ if arguments.first == "--parallel" {
 }
 runSerialScenario()
 runParallelScenario()
+runConcurrentMapScenario()
 
 // Peak memory needs a process per figure: a peak never goes down.
 var peaks: [(String, Double)] = []

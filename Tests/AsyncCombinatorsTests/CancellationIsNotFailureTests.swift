@@ -11,7 +11,7 @@ import Testing
   }
 
   @Test func a_superseded_latest_run_reports_plain_cancellation() {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let fetch = AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
       .latest()
     let first = Recorder<Result<Int, any Error>>()
@@ -23,7 +23,7 @@ import Testing
   }
 
   @Test func a_cancelled_serialized_run_reports_plain_cancellation() {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let write = AsyncFunc<Int, Int>(name: "write") { _, complete in parking.park(complete) }
       .serialized()
     let outcomes = Recorder<Result<Int, any Error>>()
@@ -45,7 +45,7 @@ import Testing
   }
 
   @Test func a_cancelled_commit_reports_plain_cancellation() async {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let refresh = AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
       .commit { _ in }
     let outcome = Recorder<Result<Int, any Error>>()

@@ -17,7 +17,7 @@ import Testing
   }
 
   @Test func never_commits_after_the_run_was_cancelled() async {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let saved = Recorder<Int>()
     let refresh = AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
       .commit { saved.record($0) }

@@ -47,13 +47,13 @@ private final class SearchViewModel: Sendable {
 }
 
 /// A search whose requests park, ignoring cancellation, like a legacy backend.
-private func backend(_ parking: Parking<[String]>) -> AsyncFunc<String, [String]> {
+private func backend(_ parking: ParkedCompletions<[String]>) -> AsyncFunc<String, [String]> {
   AsyncFunc(name: "search") { _, complete in parking.park(complete) }
 }
 
 @Suite struct LatestTests {
   @Test func three_quick_searches_deliver_only_the_last_result_and_two_cancellations() async {
-    let parking = Parking<[String]>()
+    let parking = ParkedCompletions<[String]>()
     let model = SearchViewModel(search: backend(parking), expectedSearches: 3)
     model.updateKeyword("s")
     model.updateKeyword("sw")
@@ -70,7 +70,7 @@ private func backend(_ parking: Parking<[String]>) -> AsyncFunc<String, [String]
   }
 
   @Test func a_superseded_run_completes_with_cancellation_at_once_and_never_with_its_value() {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let slow = AsyncFunc<Int, Int>(name: "slow") { _, complete in parking.park(complete) }
       .latest()
     let first = Recorder<String>()
@@ -86,7 +86,7 @@ private func backend(_ parking: Parking<[String]>) -> AsyncFunc<String, [String]
 
   @Test func a_new_run_cancels_the_body_of_the_one_in_flight() {
     let cancelled = Recorder<Int>()
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let watchful = AsyncFunc<Int, Int>(name: "watchful") { input, token, complete in
       token.onCancel { cancelled.record(input) }
       parking.park(complete)
@@ -111,7 +111,7 @@ private func backend(_ parking: Parking<[String]>) -> AsyncFunc<String, [String]
   }
 
   @Test func a_superseded_pipeline_never_starts_its_later_stages() {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let committed = Recorder<Int>()
     let pipeline =
       (AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
@@ -127,7 +127,7 @@ private func backend(_ parking: Parking<[String]>) -> AsyncFunc<String, [String]
   }
 
   @Test func a_result_being_delivered_is_handed_over_before_a_newer_one() async {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let trace = Recorder<String>()
     let inDelivery = Gate()
     let proceed = Gate()
@@ -155,7 +155,7 @@ private func backend(_ parking: Parking<[String]>) -> AsyncFunc<String, [String]
   }
 
   @Test func cancelling_a_run_by_its_token_completes_it_with_cancellation() async {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let fetch = AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
       .latest()
     let outcome = Recorder<String>()

@@ -19,7 +19,9 @@ private final class Calls: Sendable {
 }
 
 /// A body that parks its completion, ignoring cancellation, and records that it started.
-private func parked(_ parking: Parking<Int>, _ trace: Recorder<Int>) -> AsyncFunc<Int, Int> {
+private func parked(_ parking: ParkedCompletions<Int>, _ trace: Recorder<Int>) -> AsyncFunc<
+  Int, Int
+> {
   AsyncFunc(name: "parked") { input, complete in
     trace.record(input)
     parking.park(complete)
@@ -74,7 +76,7 @@ private func parked(_ parking: Parking<Int>, _ trace: Recorder<Int>) -> AsyncFun
   }
 
   @Test func a_run_cancelled_while_waiting_never_starts_and_the_line_goes_on() async throws {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let trace = Recorder<Int>()
     let write = parked(parking, trace).serialized()
     let outcomes = Recorder<String>()
@@ -97,7 +99,7 @@ private func parked(_ parking: Parking<Int>, _ trace: Recorder<Int>) -> AsyncFun
   }
 
   @Test func a_cancelled_running_run_keeps_its_turn_until_its_body_calls_back() async {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let trace = Recorder<Int>()
     let write = parked(parking, trace).serialized()
     let first = Recorder<String>()
@@ -126,7 +128,7 @@ private func parked(_ parking: Parking<Int>, _ trace: Recorder<Int>) -> AsyncFun
   }
 
   @Test func each_call_to_serialized_makes_its_own_line() async throws {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let trace = Recorder<Int>()
     let base = parked(parking, trace)
     let one = base.serialized()
@@ -142,7 +144,7 @@ private func parked(_ parking: Parking<Int>, _ trace: Recorder<Int>) -> AsyncFun
   }
 
   @Test func a_long_line_of_synchronous_runs_adds_no_stack_depth() async {
-    let parking = Parking<Int>()
+    let parking = ParkedCompletions<Int>()
     let gatekeeper = AsyncFunc<Int, Int>(name: "gatekeeper") { input, complete in
       input == 0 ? parking.park(complete) : complete(.success(input))
     }.serialized()

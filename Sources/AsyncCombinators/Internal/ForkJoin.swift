@@ -10,7 +10,9 @@ import Synchronization
 ///
 /// The join takes no lock: each branch writes only its own slot, then counts down with a
 /// releasing decrement; the branch that reaches zero has acquired every other branch's write.
-/// That discipline is what makes the `@unchecked Sendable` safe.
+/// That discipline is what makes the `@unchecked Sendable` safe. `onBranchesCancelled` is
+/// written once, before any branch starts, and read only by the success path, which
+/// happens after every branch started.
 @usableFromInline
 final class ForkJoin: StageSink, @unchecked Sendable {
   /// Each branch's value, by branch index. A slot is initialized when its branch delivers
@@ -25,6 +27,9 @@ final class ForkJoin: StageSink, @unchecked Sendable {
   private let link: CancellationToken.Registration
   private let completion: StageCompletion
   private let assemble: @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
+  /// The join's own handler on `branches`, removed on success: it holds the join, and the
+  /// join holds `branches`, so leaving it would keep both alive.
+  private var onBranchesCancelled: CancellationToken.Registration?
 
   private init(
     count: Int, branches: CancellationToken, link: CancellationToken.Registration,
@@ -73,7 +78,7 @@ final class ForkJoin: StageSink, @unchecked Sendable {
     let join = ForkJoin(
       count: programs.count, branches: branches, link: link, completion: completion,
       assemble: assemble)
-    branches.onCancel { join.fail(CancellationError()) }
+    join.onBranchesCancelled = branches.onCancel { join.fail(CancellationError()) }
     for (index, program) in programs.enumerated() {
       if branches.isCancelled { break }  // A branch failed already: start no more.
       if case .callback(let stage) = program {
@@ -103,6 +108,7 @@ final class ForkJoin: StageSink, @unchecked Sendable {
       !isDone.exchange(true, ordering: .acquiringAndReleasing)
     else { return }
     link.remove()
+    onBranchesCancelled?.remove()
     completion.complete(.success(assemble(UnsafeBufferPointer(start: slots, count: count))))
   }
 

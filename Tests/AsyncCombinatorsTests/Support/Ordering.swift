@@ -34,7 +34,7 @@ final class OverlapProbe: Sendable {
 }
 
 /// Completions a test double parks, to be called when the test decides.
-final class Parking<Value: Sendable>: Sendable {
+final class ParkedCompletions<Value: Sendable>: Sendable {
   typealias Completion = @Sendable (Result<Value, any Error>) -> Void
 
   private struct State {

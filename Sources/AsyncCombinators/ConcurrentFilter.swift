@@ -1,0 +1,34 @@
+extension AsyncFunc where Output == Bool {
+  /// Runs this predicate on every element of an array, at most `limit` at a time, and keeps
+  /// the elements it accepts, in input order.
+  ///
+  /// The first failure fails the whole and cancels the predicates still running.
+  ///
+  /// ```swift
+  /// let isReachable = AsyncFunc<String, Bool>.async(name: "isReachable") { host in
+  ///   host.hasSuffix(".org")
+  /// }
+  /// let reachable = isReachable.concurrentFilter(limit: 3)
+  /// print(reachable)
+  /// print(try await reachable(["swift.org", "example.com", "llvm.org"]))
+  /// // prints isReachable.concurrentFilter(limit: 3)
+  /// // prints ["swift.org", "llvm.org"]
+  /// ```
+  ///
+  /// - Parameter limit: The most predicates running at once; at least 1.
+  /// - Returns: A function from the array to the accepted elements.
+  /// - Complexity: O(*n*) for *n* elements, as ``concurrentMap(limit:acceptableFailure:)``.
+  public func concurrentFilter(limit: Int = .max) -> AsyncFunc<[Input], [Input]> {
+    precondition(limit >= 1, "concurrentFilter(limit: \(limit)): the limit must be at least 1")
+    let verdicts = concurrentMap(limit: limit)
+    return AsyncFunc<[Input], [Input]>(
+      label: Label(name: nil, fileID: #fileID, line: #line),
+      shape: .modified(
+        program, limit == .max ? "concurrentFilter()" : "concurrentFilter(limit: \(limit))")
+    ) { elements, token, complete in
+      verdicts.run(elements, token: token) { result in
+        complete(result.map { zip(elements, $0).filter(\.1).map(\.0) })
+      }
+    }
+  }
+}

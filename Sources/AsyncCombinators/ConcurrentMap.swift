@@ -1,0 +1,58 @@
+extension AsyncFunc {
+  /// Runs this function on every element of an array, at most `limit` at a time, and returns
+  /// the outputs in input order.
+  ///
+  /// Elements start in index order as slots free up; no thread waits for a slot. Failures
+  /// within `acceptableFailure` are dropped from the output (which keeps the order of the
+  /// rest); the first failure beyond it fails the whole at once with
+  /// ``FailureRateExceeded``, cancels the elements still running and starts no more.
+  /// Cancelling the run does the same with `CancellationError`.
+  ///
+  /// ```swift
+  /// let square = AsyncFunc<Int, Int>.async(name: "square") { $0 * $0 }
+  /// let squares = square.concurrentMap(limit: 2)
+  /// print(squares)
+  /// print(try await squares([1, 2, 3, 4]))
+  /// // prints square.concurrentMap(limit: 2)
+  /// // prints [1, 4, 9, 16]
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The most elements running at once; at least 1.
+  ///   - acceptableFailure: How many elements may fail before the whole does.
+  /// - Returns: A function from the array to the outputs of the elements that succeeded.
+  /// - Complexity: O(*n*) time and memory for *n* elements; the stack stays flat however many
+  ///   complete synchronously.
+  public func concurrentMap(
+    limit: Int = .max, acceptableFailure: FailureTolerance = .zero
+  ) -> AsyncFunc<[Input], [Output]> {
+    precondition(limit >= 1, "concurrentMap(limit: \(limit)): the limit must be at least 1")
+    let program = program
+    var call = limit == .max ? "concurrentMap(" : "concurrentMap(limit: \(limit)"
+    if acceptableFailure != .zero {
+      call += (limit == .max ? "" : ", ") + "acceptableFailure: \(acceptableFailure)"
+    }
+    return AsyncFunc<[Input], [Output]>(
+      label: Label(name: nil, fileID: #fileID, line: #line),
+      shape: .modified(program, call + ")")
+    ) { elements, token, complete in
+      let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
+      FanOut.run(
+        program, on: elements, limit: limit, allowedFailures: allowed, token: token
+      ) { outcome in
+        switch outcome {
+        case .finished(let values, _):
+          complete(.success(values.compactMap { $0.map { unbox($0, as: Output.self) } }))
+        case .tooManyFailures(let failures):
+          complete(
+            .failure(
+              FailureRateExceeded(
+                failures: failures.map { .init(index: $0.index, error: $0.error) },
+                count: elements.count, tolerance: acceptableFailure)))
+        case .cancelled:
+          complete(.failure(CancellationError()))
+        }
+      }
+    }
+  }
+}

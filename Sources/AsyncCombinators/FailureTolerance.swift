@@ -1,0 +1,102 @@
+/// How many elements of a ``AsyncFunc/concurrentMap(limit:acceptableFailure:)`` may fail
+/// before the whole does.
+///
+/// Failures within the tolerance are dropped from the output; the first one beyond it fails
+/// the whole with ``FailureRateExceeded``. A struct with static members rather than an enum,
+/// so that "no failures" can be spelled `.zero` without colliding with `Optional.none`.
+///
+/// ```swift
+/// let tolerance = FailureTolerance.ratio(0.2)
+/// print(tolerance.allowedFailures(outOf: 12))
+/// // prints 2
+/// ```
+public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
+  private enum Kind: Hashable {
+    case count(Int)
+    case ratio(Double)
+  }
+
+  private let kind: Kind
+
+  /// No element may fail: the first failure fails the whole.
+  public static let zero = FailureTolerance(kind: .count(0))
+
+  /// Every element may fail; the output holds the values of those that succeeded.
+  public static let unlimited = FailureTolerance(kind: .count(.max))
+
+  /// At most `count` elements may fail.
+  ///
+  /// - Parameter count: Not negative; `.count(0)` is ``zero``.
+  public static func count(_ count: Int) -> FailureTolerance {
+    precondition(count >= 0, "FailureTolerance.count(\(count)): the count must not be negative")
+    return FailureTolerance(kind: .count(count))
+  }
+
+  /// At most this fraction of the elements may fail: 2 failures of 12 exceed `.ratio(0.1)`
+  /// (1.2 allowed, so 1) and are within `.ratio(0.2)` (2.4 allowed, so 2).
+  ///
+  /// - Parameter fraction: In `0...1`.
+  public static func ratio(_ fraction: Double) -> FailureTolerance {
+    precondition(
+      (0...1).contains(fraction), "FailureTolerance.ratio(\(fraction)): the ratio must be in 0...1")
+    return FailureTolerance(kind: .ratio(fraction))
+  }
+
+  /// The number of failures tolerated among `count` elements.
+  ///
+  /// A ratio is rounded down, with a margin for floating-point error, so that
+  /// `.ratio(0.3)` of 10 allows 3 although `0.3 * 10` is `3.0000000000000004`, and
+  /// `.ratio(0.29)` of 100 allows 29 although `0.29 * 100` is `28.999999999999996`.
+  public func allowedFailures(outOf count: Int) -> Int {
+    switch kind {
+    case .count(let allowed): allowed
+    case .ratio(let fraction): Int((fraction * Double(count) + 1e-9).rounded(.down))
+    }
+  }
+
+  public var description: String {
+    switch kind {
+    case .count(0): ".zero"
+    case .count(.max): ".unlimited"
+    case .count(let count): ".count(\(count))"
+    case .ratio(let fraction): ".ratio(\(fraction))"
+    }
+  }
+}
+
+/// The error of a ``AsyncFunc/concurrentMap(limit:acceptableFailure:)`` whose elements failed
+/// beyond its ``FailureTolerance``: each failed element's index and error.
+///
+/// The map fails as soon as the failure beyond tolerance happens, and cancels the elements
+/// still running, so `failures` holds the failures seen until then (at least one more than
+/// tolerated), in the order they happened.
+///
+/// ```swift
+/// do {
+///   _ = try await upload.concurrentMap(limit: 4)(files)
+/// } catch let error as FailureRateExceeded {
+///   print(error.failures.map(\.index))
+/// }
+/// // prints [3]
+/// ```
+public struct FailureRateExceeded: Error, CustomStringConvertible {
+  /// One element's failure: its index in the input and its error.
+  public struct Failure: Sendable {
+    public let index: Int
+    public let error: any Error
+  }
+
+  /// The failures, in the order they happened.
+  public let failures: [Failure]
+  /// How many elements the map had.
+  public let count: Int
+  /// The tolerance that was exceeded.
+  public let tolerance: FailureTolerance
+
+  public var description: String {
+    let list = failures.map { "#\($0.index): \($0.error)" }.joined(separator: ", ")
+    return
+      "FailureRateExceeded: \(failures.count) of \(count) elements failed, tolerance "
+      + "\(tolerance) (\(list))"
+  }
+}

@@ -1,0 +1,158 @@
+import Synchronization
+
+/// Runs one program on every element of an array, at most `limit` at a time, and joins the
+/// results in input order: the engine of `concurrentMap` and its relatives.
+///
+/// Scheduling is a counter under a lock, not a thread or a semaphore per element. When an
+/// element completes, its slot goes back to the pool; whichever thread holds the *starter*
+/// role (at most one at a time) starts the next elements. A completion that arrives while a
+/// starter is active only frees its slot and returns, so an element that completes
+/// synchronously never recurses into the start of the next one: 100,000 synchronous
+/// elements run in one loop on one stack frame.
+///
+/// Failures up to `allowedFailures` are recorded and dropped; the one beyond fails the join
+/// at once, cancels the elements still running and starts no more. The parent's
+/// cancellation does the same with `CancellationError`.
+final class FanOut<Element: Sendable>: Sendable {
+  struct Failure: Sendable {
+    let index: Int
+    let error: any Error
+  }
+
+  enum Outcome: Sendable {
+    /// Every element finished; `values[i]` is `nil` where element `i` failed within tolerance.
+    case finished(values: [AnyValue?], failures: [Failure])
+    /// The failure beyond tolerance happened: these are all the failures seen so far.
+    case tooManyFailures([Failure])
+    case cancelled
+  }
+
+  /// What a delivered result leads to, decided under the lock and done outside it.
+  private enum Next {
+    case nothing, startMore
+    case finish(Outcome)
+  }
+
+  private struct State {
+    var values: [AnyValue?]
+    var failures: [Failure] = []
+    /// The index of the next element to start.
+    var next = 0
+    var running = 0
+    var remaining: Int
+    /// Whether some thread is in `startElements` and will notice freed slots.
+    var isStarting = false
+    var isDone = false
+    /// The join's handler on `branches`; removed on finish, which breaks the cycle it makes.
+    var cancelHandler: CancellationToken.Registration?
+  }
+
+  private let elements: [Element]
+  private let program: Program
+  private let limit: Int
+  private let allowedFailures: Int
+  private let state: Locked<State>
+  /// Cancelled with the parent token, or by the join itself when it fails.
+  private let branches: CancellationToken
+  private let link: CancellationToken.Registration
+  private let completion: @Sendable (Outcome) -> Void
+
+  private init(
+    elements: [Element], program: Program, limit: Int, allowedFailures: Int,
+    token: CancellationToken, completion: @escaping @Sendable (Outcome) -> Void
+  ) {
+    self.elements = elements
+    self.program = program
+    self.limit = limit
+    self.allowedFailures = allowedFailures
+    self.completion = completion
+    state = Locked(
+      State(values: Array(repeating: nil, count: elements.count), remaining: elements.count))
+    (branches, link) = token.makeChild()
+  }
+
+  /// Runs `program` on each of `elements`, at most `limit` at once, and reports the outcome
+  /// exactly once.
+  static func run(
+    _ program: Program, on elements: [Element], limit: Int, allowedFailures: Int,
+    token: CancellationToken, completion: @escaping @Sendable (Outcome) -> Void
+  ) {
+    guard !elements.isEmpty else { return completion(.finished(values: [], failures: [])) }
+    let join = FanOut(
+      elements: elements, program: program, limit: limit, allowedFailures: allowedFailures,
+      token: token, completion: completion)
+    let handler = join.branches.onCancel { join.end(.cancelled) }
+    join.state.withLock {
+      $0.cancelHandler = handler
+      $0.isStarting = true
+    }
+    join.startElements()
+  }
+
+  /// The starter loop. Only the thread that set `isStarting` runs it.
+  private func startElements() {
+    while true {
+      let index = state.withLock { state -> Int? in
+        guard !state.isDone, state.running < limit, state.next < elements.count else {
+          state.isStarting = false
+          return nil
+        }
+        state.running += 1
+        defer { state.next += 1 }
+        return state.next
+      }
+      guard let index else { return }
+      // The join reacts to cancellation itself, so the element runs need no registration.
+      Run(token: branches, ownsCancellation: false) { self.deliver(index, $0) }
+        .start(program, elements[index])
+    }
+  }
+
+  private func deliver(_ index: Int, _ result: AnyResult) {
+    let next = state.withLock { state -> Next in
+      guard !state.isDone else { return .nothing }
+      state.running -= 1
+      state.remaining -= 1
+      switch result {
+      case .success(let value):
+        state.values[index] = value
+      case .failure(let error):
+        state.failures.append(Failure(index: index, error: error))
+        if state.failures.count > allowedFailures {
+          state.isDone = true
+          return .finish(.tooManyFailures(state.failures))
+        }
+      }
+      if state.remaining == 0 {
+        state.isDone = true
+        defer { state.values = [] }
+        return .finish(.finished(values: state.values, failures: state.failures))
+      }
+      guard !state.isStarting, state.next < elements.count else { return .nothing }
+      state.isStarting = true
+      return .startMore
+    }
+    switch next {
+    case .nothing: return
+    case .startMore: startElements()
+    case .finish(let outcome): finish(outcome)
+    }
+  }
+
+  /// Ends the join from outside the element results: the parent's cancellation.
+  private func end(_ outcome: Outcome) {
+    let isFirst = state.withLock { state in
+      defer { state.isDone = true }
+      return !state.isDone
+    }
+    if isFirst { finish(outcome) }
+  }
+
+  private func finish(_ outcome: Outcome) {
+    link.remove()
+    state.withLock { $0.cancelHandler.take() }?.remove()
+    // Stops the elements still running; `end` finds the join done and does nothing.
+    if case .tooManyFailures = outcome { branches.cancel() }
+    completion(outcome)
+  }
+}

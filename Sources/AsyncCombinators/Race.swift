@@ -1,0 +1,36 @@
+extension AsyncFunc {
+  /// Runs every function on the same input at once; the first to succeed wins and the
+  /// others are cancelled.
+  ///
+  /// Failures do not end the race while another function may still succeed; when all have
+  /// failed, the race fails with the last failure, the one that decided it.
+  ///
+  /// ```swift
+  /// let mirror1 = AsyncFunc<String, String>.async(name: "mirror1") { path in
+  ///   try await Task.sleep(for: .seconds(1))
+  ///   return "mirror1/\(path)"
+  /// }
+  /// let mirror2 = AsyncFunc<String, String>.async(name: "mirror2") { "mirror2/\($0)" }
+  /// let fastest = AsyncFunc.race([mirror1, mirror2])
+  /// print(fastest)
+  /// print(try await fastest("swift.tar.gz"))
+  /// // prints race(mirror1, mirror2)
+  /// // prints mirror2/swift.tar.gz
+  /// ```
+  ///
+  /// - Parameter functions: The contenders; at least one.
+  /// - Returns: A function with the contenders' input and output.
+  /// - Complexity: Starts all *n* functions at once; O(*n*) to start, O(1) per result.
+  public static func race(_ functions: [AsyncFunc]) -> AsyncFunc {
+    precondition(!functions.isEmpty, "race([]): a race needs at least one function")
+    let name = "race(\(functions.map(\.description).joined(separator: ", ")))"
+    return AsyncFunc(label: Label(name: name, fileID: #fileID, line: #line)) {
+      input, token, complete in
+      let join = RaceJoin(count: functions.count, token: token, complete: complete)
+      for function in functions {
+        if join.token.isCancelled { break }  // Decided already: start no more.
+        function.run(input, token: join.token) { join.deliver($0) }
+      }
+    }
+  }
+}

@@ -1,0 +1,50 @@
+extension AsyncFunc {
+  /// Runs this function again when it fails: at most `times + 1` attempts in all.
+  ///
+  /// A success ends the retries, and so does a failure when no attempts are left: the whole
+  /// fails with the last attempt's error. `CancellationError` is never retried, nor is an
+  /// error `shouldRetry` declines. With a `delay`, each retry waits first, `backoff` times
+  /// longer than the one before; the wait holds no thread, and cancelling the run during it
+  /// ends the run at once.
+  ///
+  /// ```swift
+  /// let attempts = Counter()
+  /// let flaky = AsyncFunc<String, String>(name: "upload") { file, complete in
+  ///   complete(attempts.next() < 2 ? .failure(NetworkError.dropped) : .success(file))
+  /// }
+  /// let upload = flaky.retry(2, delay: .milliseconds(100), backoff: 2)
+  /// print(upload)
+  /// print(try await upload("a.mov"), attempts.value)
+  /// // prints upload.retry(2, delay: 0.1 seconds, backoff: 2.0)
+  /// // prints a.mov 3
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - times: How many times to retry after the first attempt; 0 or more.
+  ///   - delay: The wait before the first retry; zero retries at once.
+  ///   - backoff: What each wait is multiplied by for the next; at least 1.
+  ///   - shouldRetry: Whether an error is worth another attempt (transient, say).
+  /// - Returns: A function with the same input and output.
+  /// - Complexity: At most `times + 1` runs of this function; attempts that fail
+  ///   synchronously run in a loop, not one stack frame each.
+  public func retry(
+    _ times: Int, delay: Duration = .zero, backoff: Double = 1,
+    if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true }
+  ) -> AsyncFunc {
+    precondition(times >= 0, "retry(\(times)): the number of retries must not be negative")
+    precondition(delay >= .zero, "retry(delay: \(delay)): the delay must not be negative")
+    precondition(
+      backoff >= 1 && backoff.isFinite, "retry(backoff: \(backoff)): the backoff must be >= 1")
+    let policy = RetryPolicy(times: times, delay: delay, backoff: backoff, shouldRetry: shouldRetry)
+    var call = "retry(\(times)"
+    if delay > .zero { call += ", delay: \(delay)" }
+    if backoff != 1 { call += ", backoff: \(backoff)" }
+    let inner = self
+    return AsyncFunc(
+      label: Label(name: nil, fileID: #fileID, line: #line),
+      shape: .modified(program, call + ")")
+    ) { input, token, complete in
+      RetryLoop(inner, input: input, token: token, policy: policy, complete: complete).start()
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import Dispatch
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct ConcurrentFilterTests {
+  @Test func filter_keeps_accepted_elements_in_order_within_the_limit() async throws {
+    let inFlight = InFlight()
+    let queue = testQueue()
+    let isEven = AsyncFunc<Int, Bool> { x, complete in
+      inFlight.enter()
+      queue.async {
+        inFlight.leave()
+        complete(.success(x % 2 == 0))
+      }
+    }
+    #expect(
+      try await isEven.concurrentFilter(limit: 3)(Array(0..<50))
+        == stride(from: 0, to: 50, by: 2).map { $0 })
+    #expect(inFlight.peak <= 3)
+  }
+
+  @Test func a_failing_predicate_fails_the_filter() async {
+    let failing = AsyncFunc<Int, Bool>.sync { x in
+      if x == 3 { throw TestError(3) }
+      return true
+    }
+    let result = await runToCompletion(failing.concurrentFilter(), [1, 2, 3])
+    #expect(result.failure is FailureRateExceeded)
+  }
+
+  @Test func description_reads_like_the_code() {
+    let check = AsyncFunc<Int, Bool>.sync(name: "check") { _ in true }
+    #expect("\(check.concurrentFilter(limit: 3))" == "check.concurrentFilter(limit: 3)")
+  }
+}

@@ -1,0 +1,26 @@
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct ConcurrentForEachTests {
+  @Test func forEach_runs_every_element() async throws {
+    let seen = Recorder<Int>()
+    let record = AsyncFunc<Int, Void>.async { seen.record($0) }
+    try await record.concurrentForEach(limit: 2)(Array(0..<20))
+    #expect(seen.all.sorted() == Array(0..<20))
+  }
+
+  @Test func forEach_tolerates_failures_as_asked() async throws {
+    let failOdd = AsyncFunc<Int, Void>.sync { if $0 % 2 == 1 { throw TestError($0) } }
+    try await failOdd.concurrentForEach(acceptableFailure: .ratio(0.5))(Array(0..<10))
+    await #expect(throws: FailureRateExceeded.self) {
+      try await failOdd.concurrentForEach(acceptableFailure: .ratio(0.4))(Array(0..<10))
+    }
+  }
+
+  @Test func compactMap_keeps_the_non_nil_outputs_in_order() async throws {
+    let parse = AsyncFunc<String, Int?>.async { Int($0) }
+    #expect(
+      try await parse.concurrentCompactMap(limit: 2)(["1", "x", "3", "y", "5"]) == [1, 3, 5])
+  }
+}

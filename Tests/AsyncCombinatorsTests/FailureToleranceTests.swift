@@ -1,0 +1,33 @@
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct FailureToleranceTests {
+  @Test func allowed_failures_follow_the_tolerance() {
+    #expect(FailureTolerance.zero.allowedFailures(outOf: 100) == 0)
+    #expect(FailureTolerance.count(3).allowedFailures(outOf: 100) == 3)
+    #expect(FailureTolerance.unlimited.allowedFailures(outOf: 100) == .max)
+    #expect(FailureTolerance.ratio(0.1).allowedFailures(outOf: 12) == 1)
+    #expect(FailureTolerance.ratio(0.2).allowedFailures(outOf: 12) == 2)
+    #expect(FailureTolerance.ratio(0.5).allowedFailures(outOf: 7) == 3)
+    #expect(FailureTolerance.ratio(0.29).allowedFailures(outOf: 100) == 29)
+    #expect(FailureTolerance.ratio(0.3).allowedFailures(outOf: 10) == 3)
+    #expect(FailureTolerance.ratio(1).allowedFailures(outOf: 10) == 10)
+  }
+
+  @Test func description_reads_like_the_code() {
+    #expect("\(FailureTolerance.zero)" == ".zero")
+    #expect("\(FailureTolerance.unlimited)" == ".unlimited")
+    #expect("\(FailureTolerance.count(2))" == ".count(2)")
+    #expect("\(FailureTolerance.ratio(0.5))" == ".ratio(0.5)")
+  }
+
+  @Test func a_negative_count_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) { _ = FailureTolerance.count(-1) }
+  }
+
+  @Test func a_ratio_outside_zero_to_one_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) { _ = FailureTolerance.ratio(1.5) }
+    await #expect(processExitsWith: .failure) { _ = FailureTolerance.ratio(.nan) }
+  }
+}

@@ -1,0 +1,133 @@
+import Dispatch
+import Synchronization
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct RetryTests {
+  /// A function that fails its first `failures` attempts, counting them.
+  final class Flaky: Sendable {
+    let attempts = Atomic(0)
+    let failures: Int
+    init(failures: Int) { self.failures = failures }
+
+    var function: AsyncFunc<String, String> {
+      AsyncFunc(name: "flaky") { input, complete in
+        let attempt = self.attempts.add(1, ordering: .relaxed).newValue
+        complete(attempt <= self.failures ? .failure(TestError(attempt)) : .success(input))
+      }
+    }
+    var count: Int { attempts.load(ordering: .relaxed) }
+  }
+
+  @Test func retry_stops_at_the_first_success() async throws {
+    let flaky = Flaky(failures: 2)
+    #expect(try await flaky.function.retry(5)("ok") == "ok")
+    #expect(flaky.count == 3)
+  }
+
+  @Test func retry_makes_at_most_times_plus_one_attempts_and_fails_with_the_last_error() async {
+    let flaky = Flaky(failures: .max)
+    let result = await runToCompletion(flaky.function.retry(2), "x")
+    #expect(result.failure as? TestError == TestError(3))
+    #expect(flaky.count == 3)
+  }
+
+  @Test func retry_zero_is_one_attempt() async {
+    let flaky = Flaky(failures: .max)
+    _ = await runToCompletion(flaky.function.retry(0), "x")
+    #expect(flaky.count == 1)
+  }
+
+  @Test func retry_never_retries_cancellation() async {
+    let attempts = Atomic(0)
+    let selfCancelling = AsyncFunc<Int, Int> { _, complete in
+      attempts.add(1, ordering: .relaxed)
+      complete(.failure(CancellationError()))
+    }
+    let result = await runToCompletion(selfCancelling.retry(3), 1)
+    #expect(result.failure is CancellationError)
+    #expect(attempts.load(ordering: .relaxed) == 1)
+  }
+
+  @Test func retry_asks_should_retry_about_each_error() async {
+    let flaky = Flaky(failures: .max)
+    let onlyFirst = flaky.function.retry(5, if: { ($0 as? TestError)?.id == 1 })
+    let result = await runToCompletion(onlyFirst, "x")
+    #expect(result.failure as? TestError == TestError(2))
+    #expect(flaky.count == 2)
+  }
+
+  @Test func synchronous_failures_retry_in_a_loop_not_a_recursion() async {
+    let flaky = Flaky(failures: .max)
+    _ = await runToCompletion(flaky.function.retry(100_000), "x")
+    #expect(flaky.count == 100_001)
+  }
+
+  @Test func retries_that_fail_asynchronously_are_counted_too() async throws {
+    let attempts = Atomic(0)
+    let queue = testQueue()
+    let flaky = AsyncFunc<Int, Int> { x, complete in
+      queue.async {
+        let attempt = attempts.add(1, ordering: .relaxed).newValue
+        complete(attempt < 4 ? .failure(TestError(attempt)) : .success(x))
+      }
+    }
+    #expect(try await flaky.retry(3)(7) == 7)
+    #expect(attempts.load(ordering: .relaxed) == 4)
+  }
+
+  @Test func retry_waits_the_delay_before_each_retry() async throws {
+    let flaky = Flaky(failures: 2)
+    let start = ContinuousClock.now
+    _ = try await flaky.function.retry(2, delay: .milliseconds(20), backoff: 2)("x")
+    #expect(ContinuousClock.now - start >= .milliseconds(60))  // 20 + 40
+    #expect(flaky.count == 3)
+  }
+
+  @Test func backoff_multiplies_each_wait() {
+    let policy = RetryPolicy(
+      times: 4, delay: .milliseconds(100), backoff: 3, shouldRetry: { _ in true })
+    #expect(policy.delay(before: 1) == .milliseconds(100))
+    #expect(policy.delay(before: 2) == .milliseconds(300))
+    #expect(policy.delay(before: 3) == .milliseconds(900))
+  }
+
+  @Test func cancelling_during_the_wait_ends_the_run_promptly() async {
+    let flaky = Flaky(failures: .max)
+    let firstFailure = Countdown(1)
+    let probe = AsyncFunc<String, String> { input, complete in
+      flaky.function.run(input) { result in
+        firstFailure.tick()
+        complete(result)
+      }
+    }
+    let done = Gate()
+    let outcome = Locked<Result<String, any Error>?>(nil)
+    let start = ContinuousClock.now
+    let token = probe.retry(1, delay: .seconds(30)).run("x") { result in
+      outcome.withLock { $0 = result }
+      done.open()
+    }
+    await firstFailure.wait()
+    token.cancel()
+    await done.wait()
+    #expect(ContinuousClock.now - start < .seconds(5))
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(flaky.count == 1)
+  }
+
+  @Test func description_reads_like_the_code() {
+    let upload = AsyncFunc<Int, Int>.sync(name: "upload") { $0 }
+    #expect("\(upload.retry(2))" == "upload.retry(2)")
+    #expect(
+      "\(upload.retry(1, delay: .seconds(1), backoff: 2))"
+        == "upload.retry(1, delay: 1.0 seconds, backoff: 2.0)")
+  }
+
+  @Test func negative_retries_are_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.retry(-1)
+    }
+  }
+}

@@ -1,0 +1,51 @@
+import Dispatch
+import Synchronization
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct TimeoutTests {
+  @Test func a_result_in_time_passes_through() async throws {
+    let quick = AsyncFunc<Int, Int>.async { $0 + 1 }
+    #expect(try await quick.timeout(.seconds(30))(1) == 2)
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(1) }
+    await #expect(throws: TestError(1)) { try await failing.timeout(.seconds(30))(1) }
+  }
+
+  @Test func a_late_result_fails_with_timeout_error_and_cancels_the_inner_run() async throws {
+    let parking = Parking<Int, Int>()
+    let result = await runToCompletion(parking.function.timeout(.milliseconds(20)), 1)
+    #expect(result.failure as? TimeoutError == TimeoutError(duration: .milliseconds(20)))
+    let parked = parking.takeAll()
+    #expect(parked.count == 1 && parked[0].token.isCancelled)
+    parked[0].complete(.success(1))  // Late: dropped.
+  }
+
+  @Test func cancelling_the_run_cancels_the_inner_run_and_the_timer() async {
+    let parking = Parking<Int, Int>()
+    let done = Gate()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let token = parking.function.timeout(.seconds(30)).run(1) { result in
+      outcome.withLock { $0 = result }
+      done.open()
+    }
+    await parking.waitForStarts(1)
+    token.cancel()
+    await done.wait()
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(parking.takeAll()[0].token.isCancelled)
+  }
+
+  @Test func description_reads_like_the_code() {
+    let slow = AsyncFunc<Int, Int>.sync(name: "slow") { $0 }
+    #expect("\(slow.timeout(.seconds(2)))" == "slow.timeout(2.0 seconds)")
+    #expect(
+      "\(TimeoutError(duration: .seconds(2)))" == "TimeoutError: no result within 2.0 seconds")
+  }
+
+  @Test func a_negative_duration_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.timeout(.seconds(-1))
+    }
+  }
+}
