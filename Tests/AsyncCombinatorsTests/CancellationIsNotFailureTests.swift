@@ -1,3 +1,4 @@
+import Dispatch
 import Testing
 
 @testable import AsyncCombinators
@@ -54,5 +55,47 @@ import Testing
     parking.release(0, .success(1))
     #expect(outcome.all.allSatisfy(isPlainCancellation))
     #expect(outcome.count == 1)
+  }
+
+  @Test func retry_hands_back_a_superseded_runs_cancellation_without_retrying() {
+    let parking = ParkedCompletions<Int>()
+    let attempts = Recorder<Int>()
+    let fetch = AsyncFunc<Int, Int>(name: "fetch") { input, complete in
+      attempts.record(input)
+      parking.park(complete)
+    }.latest().retry(3)
+    let first = Recorder<Result<Int, any Error>>()
+    fetch.run(1) { first.record($0) }
+    fetch.run(2) { _ in }
+    #expect(first.count == 1)
+    #expect(first.all.allSatisfy(isPlainCancellation))
+    #expect(attempts.all == [1, 2])  // the superseded run was not tried again
+  }
+
+  @Test func retry_hands_back_cancellation_during_its_wait_unwrapped() {
+    let failing = AsyncFunc<Int, Int>.sync(name: "flaky") { _ in throw ProbeFailure() }
+      .retry(2, delay: .seconds(30))
+    let outcome = Recorder<Result<Int, any Error>>()
+    failing.run(1) { outcome.record($0) }.cancel()
+    #expect(outcome.count == 1)
+    #expect(outcome.all.allSatisfy(isPlainCancellation))
+  }
+
+  @Test func the_promise_facade_never_reports_cancellation_to_error() async {
+    let parking = ParkedCompletions<Int>()
+    let reported = Recorder<String>()
+    let always = Gate()
+    let queue = DispatchQueue(label: "promise.handlers")
+    let load = AsyncFunc<Void, Int>(name: "load") { _, complete in parking.park(complete) }
+    let token = Promise(load)
+      .always(on: queue) { always.open() }
+      .error(on: queue) { reported.record("\($0)") }
+    token.cancel()
+    await always.wait()
+    parking.release(0, .failure(ProbeFailure()))  // a late failure is dropped too
+    // `error` would be queued from inside the `always` block: the first flush runs after that
+    // block, the second after anything it queued.
+    for _ in 0..<2 { await withCheckedContinuation { done in queue.async { done.resume() } } }
+    #expect(reported.all.isEmpty)
   }
 }
