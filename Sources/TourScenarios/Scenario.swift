@@ -1,5 +1,6 @@
 import AsyncCombinators
 import Dispatch
+import Synchronization
 
 /// One stop of the Tour: a short story, and the traced runs that tell it.
 public struct Scenario: Sendable {
@@ -25,6 +26,9 @@ public struct Scenario: Sendable {
         "", "  \(traced.label)", "  structure: \(traced.structure)",
         "  result:    \(traced.result)",
       ]
+      for (index, line) in traced.log.enumerated() {
+        lines.append((index == 0 ? "  printed:   " : "             ") + line)
+      }
       lines += traced.timeline.renderGantt(width: 40).split(separator: "\n").map { "    \($0)" }
     }
     return lines.joined(separator: "\n")
@@ -41,25 +45,29 @@ public struct Traced: Sendable {
   public var result: String
   /// Each stage's start and end.
   public var timeline: Timeline
-  /// What the timeline shows if the operators did their job.
+  /// What the run's blocks printed, in order; empty when they print nothing.
+  public var log: [String]
+  /// What the timeline and the log show if the operators did their job.
   public var expectations: [Expectation]
 
   /// Creates a record of a run made some other way: a scenario that drives its own runs
   /// passes the same ``Timeline`` to each of them as their observer.
   public init(
-    label: String, structure: String, result: String, timeline: Timeline,
+    label: String, structure: String, result: String, timeline: Timeline, log: [String] = [],
     expectations: [Expectation]
   ) {
     self.label = label
     self.structure = structure
     self.result = result
     self.timeline = timeline
+    self.log = log
     self.expectations = expectations
   }
 
-  /// Runs `function` on `input`, starting it on the fake network's queue, and records it.
+  /// Runs `function` on `input`, starting it on the fake network's queue, and records it,
+  /// with what its blocks printed to `log`.
   public static func run<Input, Output>(
-    _ label: String, _ function: AsyncFunc<Input, Output>, _ input: Input,
+    _ label: String, _ function: AsyncFunc<Input, Output>, _ input: Input, log: Log? = nil,
     expecting expectations: [Expectation]
   ) async -> Traced {
     let timeline = Timeline()
@@ -77,21 +85,45 @@ public struct Traced: Sendable {
     }
     return Traced(
       label: label, structure: String(describing: function), result: printed,
-      timeline: timeline, expectations: expectations)
+      timeline: timeline, log: log?.lines ?? [], expectations: expectations)
   }
 
-  /// The expectations that the timeline contradicts, described; empty when all hold.
+  /// The expectations that the timeline or the log contradicts, described; empty when all
+  /// hold.
   public var unmetExpectations: [String] {
-    expectations.compactMap { $0.check(timeline.spans) }
+    let spans = timeline.spans
+    return expectations.compactMap { $0.check(spans, log: log) }
   }
 }
 
-/// Something a timeline must show.
+/// The lines a scenario's blocks print, kept in order for the Tour to show with their run.
+public final class Log: Sendable {
+  private let printed = Mutex<[String]>([])
+
+  /// Creates an empty log.
+  public init() {}
+
+  /// Appends `line`; safe from any thread.
+  public func callAsFunction(_ line: String) {
+    printed.withLock { $0.append(line) }
+  }
+
+  /// Every line so far, in the order they were printed.
+  public var lines: [String] { printed.withLock { $0 } }
+}
+
+/// Something a run's timeline, or its log, must show.
 public enum Expectation: Sendable {
-  /// The named stages ran at the same time for a while: the mark of `<>`.
+  /// Two runs of the named stages ran at the same time for a while: the mark of `<>`. Name
+  /// one stage twice to say that two of its runs overlapped.
   case overlap(String, String)
   /// Each named stage started only once the one before it had ended: the mark of `+>`.
   case steps([String])
+  /// The named stage ran at least twice, and each run started only once the one before it
+  /// had ended: the mark of `limit(1)` or a queue.
+  case oneAtATime(String)
+  /// The run's blocks printed exactly these lines, in this order.
+  case logged([String])
   /// The named stage ended with a failure.
   case failed(String)
   /// The named stage ended with `CancellationError`.
@@ -100,21 +132,37 @@ public enum Expectation: Sendable {
   case neverStarted(String)
 
   /// `nil` when the expectation holds, else what is wrong.
-  func check(_ spans: [Timeline.Span]) -> String? {
+  func check(_ spans: [Timeline.Span], log: [String]) -> String? {
     func span(_ name: String) -> Timeline.Span? { spans.first { $0.name == name } }
-    switch self {
-    case .overlap(let first, let second):
-      guard let a = span(first), let b = span(second) else { return "\(self): stage missing" }
-      return a.overlaps(b) ? nil : "\(first) and \(second) did not overlap"
-    case .steps(let names):
-      let found = names.compactMap(span)
-      guard found.count == names.count else { return "\(self): stage missing" }
+    /// Checks that each span ended before the next one started.
+    func inSteps(_ found: [Timeline.Span]) -> String? {
       for (before, after) in zip(found, found.dropFirst()) {
         guard let end = before.end, end <= after.start else {
           return "\(after.name) started before \(before.name) ended"
         }
       }
       return nil
+    }
+    switch self {
+    case .overlap(let first, let second):
+      let firsts = spans.indices.filter { spans[$0].name == first }
+      let seconds = spans.indices.filter { spans[$0].name == second }
+      guard !firsts.isEmpty, !seconds.isEmpty else { return "\(self): stage missing" }
+      let overlapped = firsts.contains { a in
+        seconds.contains { b in a != b && spans[a].overlaps(spans[b]) }
+      }
+      return overlapped ? nil : "\(first) and \(second) did not overlap"
+    case .steps(let names):
+      let found = names.compactMap(span)
+      guard found.count == names.count else { return "\(self): stage missing" }
+      return inSteps(found)
+    case .oneAtATime(let name):
+      // Spans are in order of their starts, so checking neighbours checks every pair.
+      let runs = spans.filter { $0.name == name }
+      guard runs.count >= 2 else { return "\(self): \(runs.count) run(s), not two or more" }
+      return inSteps(runs)
+    case .logged(let lines):
+      return log == lines ? nil : "printed \(log), not \(lines)"
     case .failed(let name):
       guard let found = span(name) else { return "\(self): stage missing" }
       return found.failed ? nil : "\(name) did not fail"
