@@ -1,3 +1,4 @@
+import AsyncCombinators
 import Foundation
 
 // `swift run -c release Benchmarks` prints every scenario, each against a hand-written
@@ -14,6 +15,14 @@ if arguments.first == "--serial" {
   // A smaller chain for instruction counting under valgrind.
   runSerialScenario(stages: arguments.dropFirst().first.flatMap { Int($0) } ?? 1_000_000)
   exit(0)
+}
+if arguments.first == "--hot" {
+  // One callback stage repeated, for instruction counts under valgrind.
+  let stage = AsyncFunc<Int, Int> { x, complete in complete(.success(x &+ 1)) }
+  let chain = AsyncFunc.serial(Array(repeating: stage, count: 100_000))
+  let result = Box()
+  chain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) }
+  exit(result.value.load(ordering: .relaxed) == 100_000 ? 0 : 1)
 }
 if arguments.first == "--parallel" {
   runParallelScenario()

@@ -100,7 +100,7 @@ final class ForkJoin: StageSink, @unchecked Sendable {
     fail(error)
   }
 
-  func stageSucceeded(_ value: AnyValue, branch index: Int) {
+  func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
     guard !isDone.load(ordering: .relaxed) else { return }
     (slots + index).initialize(to: value)
     filled[index] = true

@@ -209,7 +209,7 @@ final class Run: StageSink, @unchecked Sendable {
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.
-  func stageSucceeded(_ value: AnyValue, branch _: Int) {
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
     slot.initialize(to: value)
     if drivingThread.load(ordering: .relaxed) == currentThreadID() {
@@ -257,7 +257,7 @@ final class Run: StageSink, @unchecked Sendable {
 /// Where a callback stage's completion goes: the run it belongs to, or the fork-join that
 /// started it directly as one of its branches.
 protocol StageSink: AnyObject, Sendable {
-  func stageSucceeded(_ value: AnyValue, branch: Int)
+  func stageSucceeded(_ value: consuming AnyValue, branch: Int)
   func stageFailed(_ error: any Error, branch: Int)
 }
 
@@ -307,7 +307,7 @@ final class StageCompletion: @unchecked Sendable {
   }
 
   @usableFromInline
-  func succeed(_ value: AnyValue) {
+  func succeed(_ value: consuming AnyValue) {
     guard claim() else { return }
     event?.end(.succeeded)
     sink.stageSucceeded(value, branch: branch)
