@@ -46,7 +46,8 @@ private struct Boom: Error, Equatable {}
     await secondCallMade.wait()
     #expect(nextRuns.all == [5])
     #expect(results.count == 1)
-    #expect(faults.violations(named: "contract.twice.queued").map(\.kind) == [.completionCalledTwice])
+    #expect(
+      faults.violations(named: "contract.twice.queued").map(\.kind) == [.completionCalledTwice])
   }
 
   @Test func completion_never_called_fails_the_run_naming_the_function() async {
