@@ -152,7 +152,7 @@ private final class Witness: Sendable {}
   @Test func join_completes_exactly_once_under_racing_completions() async throws {
     let runs = 3000
     let queue = testQueue("race")
-    let counts = Mutex([Int](repeating: 0, count: runs))
+    let counts = (0..<runs).map { _ in Tally() }
     let wrong = Atomic<Int>(0)
     let finished = Countdown(runs)
     // Mode 0: both succeed; 1 and 2: one side fails; 3: both fail.
@@ -166,7 +166,7 @@ private final class Witness: Sendable {}
     let both = side(0) <> side(1)
     for run in 0..<runs {
       both.run(run) { result in
-        counts.withLock { $0[run] += 1 }
+        counts[run].add()
         let correct =
           switch (run % 4, result) {
           case (0, .success(let pair)): pair == (run, run)
@@ -183,7 +183,7 @@ private final class Witness: Sendable {}
     // Every branch body ran inside a `run` call above, so every block it queued is queued
     // by now: a barrier behind them sees the last of them finish.
     await withCheckedContinuation { done in queue.async(flags: .barrier) { done.resume() } }
-    #expect(counts.withLock { $0.allSatisfy { $0 == 1 } })
+    #expect(counts.allSatisfy { $0.value == 1 })
     #expect(wrong.load(ordering: .relaxed) == 0)
   }
 
