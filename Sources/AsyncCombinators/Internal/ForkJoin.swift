@@ -13,6 +13,9 @@ final class ForkJoin: Sendable {
     var remaining: Int
     /// Set once, by whichever of success, failure or cancellation completes the join.
     var isDone = false
+    /// The branches token's handler that fails the join; it holds the join, so success must
+    /// remove it or token and join keep each other (and the run's completion) alive.
+    var onBranchesCancelled: CancellationToken.Registration?
   }
 
   private let state: Mutex<State>
@@ -53,12 +56,20 @@ final class ForkJoin: Sendable {
     let join = ForkJoin(
       count: programs.count, branches: branches, link: link, completion: completion,
       assemble: assemble)
-    branches.onCancel { join.fail(CancellationError()) }
+    join.keep(branches.onCancel { join.fail(CancellationError()) })
     for (index, program) in programs.enumerated() {
       if branches.isCancelled { break }  // A branch failed already: start no more.
       Run(token: branches, ownsCancellation: false) { join.deliver(index, $0) }
         .start(program, input)
     }
+  }
+
+  private func keep(_ registration: CancellationToken.Registration) {
+    let isDone = state.withLock { state in
+      if !state.isDone { state.onBranchesCancelled = registration }
+      return state.isDone
+    }
+    if isDone { registration.remove() }
   }
 
   private func deliver(_ index: Int, _ result: AnyResult) {
@@ -67,16 +78,17 @@ final class ForkJoin: Sendable {
     case .failure(let error): return fail(error)
     case .success(let success): value = success
     }
-    let values = state.withLock { state -> [AnyValue]? in
+    let done = state.withLock { state -> ([AnyValue], CancellationToken.Registration?)? in
       guard !state.isDone else { return nil }
       state.slots[index] = value
       state.remaining -= 1
       guard state.remaining == 0 else { return nil }
       state.isDone = true
       defer { state.slots = [] }
-      return state.slots.map { $0! }
+      return (state.slots.map { $0! }, state.onBranchesCancelled.take())
     }
-    guard let values else { return }
+    guard let (values, onBranchesCancelled) = done else { return }
+    onBranchesCancelled?.remove()
     link.remove()
     completion.complete(.success(assemble(values)))
   }
