@@ -41,4 +41,22 @@ private func runOnSmallStack(_ function: AsyncFunc<Int, Int>, _ input: Int) asyn
     #expect(try await runOnSmallStack(deepLeftChain, 0).get() == 100_000)
     #expect(String(describing: deepLeftChain).count > 100_000)
   }
+
+  @Test func releasing_a_left_nested_chain_of_a_hundred_thousand_uses_a_small_stack() async {
+    // In a child process: a stack overflow would otherwise end the whole test run.
+    await #expect(processExitsWith: .success) {
+      let released = DispatchSemaphore(value: 0)
+      let thread = Thread {
+        var chain: AsyncFunc<Int, Int>? = (1..<100_000).reduce(AsyncFunc<Int, Int>.sync { $0 }) {
+          chain, _ in chain +> .sync { $0 &+ 1 }
+        }
+        chain = nil
+        _ = chain
+        released.signal()
+      }
+      thread.stackSize = 512 * 1024
+      thread.start()
+      released.wait()
+    }
+  }
 }
