@@ -14,7 +14,7 @@
 /// - Complexity: O(1) to build. Running it adds no stack depth: a chain of a million
 ///   synchronous stages runs in one frame.
 public func +> <A, B, C>(first: AsyncFunc<A, B>, second: AsyncFunc<B, C>) -> AsyncFunc<A, C> {
-  AsyncFunc(program: .serial(first.program, second.program))
+  AsyncFunc(program: .serial(SerialNode(first.program, second.program)))
 }
 
 /// Runs `first`, then `second` on its output. Commonly written as `first +> second`.

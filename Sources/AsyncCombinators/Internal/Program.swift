@@ -46,8 +46,9 @@ enum Program: Sendable {
   case callback(CallbackStage)
   /// A synchronous stage that returns or throws; it cannot break the callback contract.
   case direct(DirectStage)
-  /// `first +> second`.
-  indirect case serial(Program, Program)
+  /// `first +> second`, boxed in a class whose `deinit` takes deep chains apart without
+  /// recursing.
+  case serial(SerialNode)
   /// The serial fold of an array; empty is the identity.
   case sequence([Program])
 
@@ -58,6 +59,45 @@ enum Program: Sendable {
     case .serial, .sequence: .hidden
     }
   }
+}
+
+/// The two sides of a `+>`.
+///
+/// A left-nested chain of 100,000 `+>` is a tree 100,000 nodes deep. Swift releases nested
+/// enums recursively, which overflows a small stack, so this `deinit` detaches uniquely held
+/// children onto an explicit worklist first: each node then dies with nothing left to release
+/// below it. `first` and `second` are only ever mutated there, on a node nothing else holds,
+/// which is what makes the `@unchecked Sendable` safe.
+@usableFromInline
+final class SerialNode: @unchecked Sendable {
+  private(set) var first: Program
+  private(set) var second: Program
+
+  init(_ first: Program, _ second: Program) {
+    self.first = first
+    self.second = second
+  }
+
+  deinit {
+    var pending = [first, second]
+    first = .identity
+    second = .identity
+    while var program = pending.popLast() {
+      guard case .serial(var node) = program else { continue }
+      program = .identity  // Leaves `node` as this loop's only reference, if nothing shares it.
+      if isKnownUniquelyReferenced(&node) {
+        pending.append(node.first)
+        pending.append(node.second)
+        node.first = .identity
+        node.second = .identity
+      }
+    }  // `node` is released here, childless, so its own `deinit` has nothing to walk.
+  }
+}
+
+extension Program {
+  /// The empty serial fold: completes with its input.
+  static let identity = Program.sequence([])
 }
 
 @usableFromInline

@@ -152,9 +152,9 @@ final class Run: StageSink, @unchecked Sendable {
     var spare: StageCompletion?
     while true {
       switch node {
-      case .serial(let first, let second):
-        position.push(.program(second))
-        node = first
+      case .serial(let pair):
+        position.push(.program(pair.second))
+        node = pair.first
         continue
       case .sequence(let programs):
         if let head = position.enter(programs) {

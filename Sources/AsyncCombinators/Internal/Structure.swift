@@ -43,9 +43,9 @@ extension Program {
     var pending = [self]
     while let next = pending.popLast() {
       switch next {
-      case .serial(let first, let second):
-        pending.append(second)
-        pending.append(first)
+      case .serial(let pair):
+        pending.append(pair.second)
+        pending.append(pair.first)
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
       case .callback, .direct:
