@@ -36,7 +36,7 @@ import Testing
     let cancelling = Gate()
     let token = CancellationToken()
     token.onCancel { cancelling.open() }  // registered first, so it runs first
-    let lane = testQueue("commit")
+    let lane = blockingLane("commit")
     let refresh = AsyncFunc<Int, Int>(name: "fetch") { input, complete in
       lane.async { complete(.success(input)) }
     }.commit { _ in
@@ -47,7 +47,7 @@ import Testing
     refresh.run(1, token: token) { _ in }
     await committing.wait()
     let cancelled = Countdown(1)
-    testQueue("canceller").async {
+    blockingLane("canceller").async {
       token.cancel()
       trace.record("cancel returned")
       cancelled.tick()

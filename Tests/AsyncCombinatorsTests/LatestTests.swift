@@ -131,7 +131,7 @@ private func backend(_ parking: ParkedCompletions<[String]>) -> AsyncFunc<String
     let trace = Recorder<String>()
     let inDelivery = Gate()
     let proceed = Gate()
-    let lane = testQueue("delivery")
+    let lane = blockingLane("delivery")
     let fetch = AsyncFunc<Int, Int>(name: "fetch") { input, complete in
       input == 1 ? parking.park(complete) : complete(.success(input))
     }.latest()

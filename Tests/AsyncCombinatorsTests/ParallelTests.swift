@@ -21,14 +21,14 @@ private final class Witness: Sendable {}
   }
 
   @Test func both_sides_start_before_either_completes() async throws {
-    let queue = testQueue()
     let leftStarted = DispatchSemaphore(value: 0)
     let rightStarted = DispatchSemaphore(value: 0)
     // Each side completes only once the other has started: a join that waited for the left
     // before starting the right would fail here.
     func side(_ mine: DispatchSemaphore, awaits other: DispatchSemaphore) -> AsyncFunc<Int, Int> {
-      AsyncFunc { x, complete in
-        queue.async {
+      let lane = blockingLane("side")
+      return AsyncFunc { x, complete in
+        lane.async {
           mine.signal()
           let overlapped = other.wait(timeout: .now() + 5) == .success
           complete(overlapped ? .success(x) : .failure(NoOverlap()))

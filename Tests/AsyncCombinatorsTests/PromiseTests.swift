@@ -86,7 +86,6 @@ private struct Failure: Error, Equatable {
     let events = Recorder<String>()
     let bothStarted = Countdown(2)
     let finished = Gate()
-    let queue = testQueue("when")
     func job(_ name: String) -> @Sendable () -> Void {
       {
         events.record("begin \(name) job")
@@ -96,7 +95,8 @@ private struct Failure: Error, Equatable {
       }
     }
     let (fst, snd) = (job("fst"), job("snd"))
-    firstly { when(on: queue, fst, snd) }
+    // Each job on a lane of its own: both block until the other has started.
+    firstly { when(firstly(on: blockingLane("fst"), fst), firstly(on: blockingLane("snd"), snd)) }
       .then { _ in events.record("second job") }
       .then { _ in events.record("third job") }
       .always {
@@ -112,10 +112,11 @@ private struct Failure: Error, Equatable {
   }
 
   @Test func when_jobs_overlap_in_time() async throws {
-    let queue = testQueue("overlap")
     let start = ContinuousClock.now
     _ = try await firstly {
-      when(on: queue, { usleep(250_000) }, { usleep(250_000) })
+      when(
+        firstly(on: blockingLane("fst")) { usleep(250_000) },
+        firstly(on: blockingLane("snd")) { usleep(250_000) })
     }.value
     let elapsed = ContinuousClock.now - start
     #expect(elapsed >= .milliseconds(250))
@@ -298,7 +299,7 @@ private struct Failure: Error, Equatable {
     let started = Gate()
     let release = Gate()
     let alwaysRan = Gate()
-    let queue = testQueue("task")
+    let queue = blockingLane("task")
     let task = Task {
       try await firstly(on: queue) {
         started.open()

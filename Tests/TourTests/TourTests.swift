@@ -46,16 +46,6 @@ import TourScenarios
       ])
   }
 
-  @Test func the_whole_tour_plays_well_under_ten_seconds() async {
-    let clock = ContinuousClock()
-    let elapsed = await clock.measure {
-      for (index, scenario) in Tour.scenarios.enumerated() {
-        _ = await scenario.report(number: index + 1)
-      }
-    }
-    #expect(elapsed < .seconds(5))
-  }
-
   // MARK: Expectations
 
   /// A run of `name` from `start` to `end`, in milliseconds.

@@ -92,8 +92,18 @@ func runToCompletion<Input: Sendable, Output: Sendable>(
   }
 }
 
-/// A private concurrent queue: tests that must see work overlap use it rather than
-/// `DispatchQueue.global()`, whose pool here may be only as wide as the cores.
+/// A private concurrent queue, for completions that should arrive on many threads.
+///
+/// Never block on it where the test needs another block to run meanwhile: a concurrent queue
+/// draws on the global pool, which here may be only as wide as the cores and shared with every
+/// test running in parallel. Block on a ``blockingLane(_:)`` instead.
 func testQueue(_ label: String = "test") -> DispatchQueue {
   DispatchQueue(label: "AsyncCombinatorsTests.\(label)", attributes: .concurrent)
+}
+
+/// A private serial queue for work that blocks (a gate's `blockingWait()`, a semaphore).
+/// Serial queues run on Dispatch's overcommitting pool, so each lane gets a thread of its own
+/// at once: two lanes blocked on each other's progress overlap whatever else is running.
+func blockingLane(_ label: String) -> DispatchQueue {
+  DispatchQueue(label: "AsyncCombinatorsTests.lane.\(label)")
 }
