@@ -86,17 +86,20 @@ private struct Failure: Error, Equatable {
     let events = Recorder<String>()
     let bothStarted = Countdown(2)
     let finished = Gate()
-    func job(_ name: String) -> @Sendable () -> Void {
-      {
-        events.record("begin \(name) job")
-        bothStarted.tick()
-        bothStarted.gate.blockingWait()  // Finishes only once the other job has started too.
-        events.record("\(name) job in when finished")
-      }
+    // Each job finishes only once the other has started too, without blocking a thread: a
+    // `when` that waited for one job before starting the other would never finish.
+    @Sendable func job(_ name: String) -> Promise<Void> {
+      Promise(
+        AsyncFunc(name: name) { _, complete in
+          events.record("begin \(name) job")
+          bothStarted.tick()
+          bothStarted.gate.whenOpen {
+            events.record("\(name) job in when finished")
+            complete(.success(()))
+          }
+        })
     }
-    let (fst, snd) = (job("fst"), job("snd"))
-    // Each job on a lane of its own: both block until the other has started.
-    firstly { when(firstly(on: blockingLane("fst"), fst), firstly(on: blockingLane("snd"), snd)) }
+    firstly { when(job("fst"), job("snd")) }
       .then { _ in events.record("second job") }
       .then { _ in events.record("third job") }
       .always {
@@ -112,12 +115,17 @@ private struct Failure: Error, Equatable {
   }
 
   @Test func when_jobs_overlap_in_time() async throws {
+    // Timers, not sleeping threads: the overlap must not depend on how wide a pool is.
+    @Sendable func job() -> Promise<Void> {
+      Promise(
+        AsyncFunc { _, complete in
+          DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) {
+            complete(.success(()))
+          }
+        })
+    }
     let start = ContinuousClock.now
-    _ = try await firstly {
-      when(
-        firstly(on: blockingLane("fst")) { usleep(250_000) },
-        firstly(on: blockingLane("snd")) { usleep(250_000) })
-    }.value
+    _ = try await firstly { when(job(), job()) }.value
     let elapsed = ContinuousClock.now - start
     #expect(elapsed >= .milliseconds(250))
     #expect(elapsed < .milliseconds(450), "the jobs ran one after the other: \(elapsed)")
@@ -250,26 +258,22 @@ private struct Failure: Error, Equatable {
 
   @Test func cancellation_runs_always_but_not_error_nor_later_thens() async {
     let events = Recorder<String>()
-    let started = Gate()
-    let release = Gate()
+    let parked = ParkedCompletion<Void>()
     let alwaysRan = Gate()
-    let first = DispatchQueue(label: "first")
     let rest = DispatchQueue(label: "rest")
-    let token = firstly(on: first) {
-      started.open()
-      release.blockingWait()
-    }
+    let token = Promise(
+      AsyncFunc<Void, Void>(name: "first") { _, complete in parked.park(complete) }
+    )
     .then(on: rest) { _ in events.record("then") }
     .always {
       events.record("always")
       alwaysRan.open()
     }
     .error(on: rest) { _ in events.record("error") }
-    await started.wait()
+    await parked.arrived.wait()
     token.cancel()
     await alwaysRan.wait()
-    release.open()
-    await drain(first)
+    parked.complete(.success(()))  // too late: dropped
     await drain(rest)
     #expect(events.all == ["always"])
   }
@@ -277,42 +281,37 @@ private struct Failure: Error, Equatable {
   @Test func a_then_waiting_for_its_queue_when_cancelled_never_runs() async {
     let events = Recorder<String>()
     let holding = Gate()
-    let hold = Gate()
     let queue = DispatchQueue(label: "busy")
-    // The first block parks the queue behind itself; the `then` is queued after that.
+    // The first block queues a second that suspends the queue; the `then` is queued behind
+    // that one, so it waits for its queue without any thread blocked.
     let token = firstly(on: queue) {
       queue.async {
+        queue.suspend()
         holding.open()
-        hold.blockingWait()
       }
     }
     .then(on: queue) { events.record("then") }
     .error { _ in events.record("error") }
     await holding.wait()
     token.cancel()
-    hold.open()
+    queue.resume()
     await drain(queue)
     #expect(events.all.isEmpty)
   }
 
   @Test func cancelling_the_awaiting_task_cancels_the_chain() async {
-    let started = Gate()
-    let release = Gate()
+    let parked = ParkedCompletion<Void>()
     let alwaysRan = Gate()
-    let queue = blockingLane("task")
     let task = Task {
-      try await firstly(on: queue) {
-        started.open()
-        release.blockingWait()
-      }
-      .always { alwaysRan.open() }
-      .value
+      try await Promise(AsyncFunc<Void, Void> { _, complete in parked.park(complete) })
+        .always { alwaysRan.open() }
+        .value
     }
-    await started.wait()
+    await parked.arrived.wait()
     task.cancel()
     await #expect(throws: CancellationError.self) { try await task.value }
     await alwaysRan.wait()
-    release.open()
+    parked.complete(.success(()))
   }
 
   // MARK: when

@@ -4,12 +4,12 @@ import Testing
 @testable import AsyncCombinators
 
 @Suite struct TimelineTests {
-  /// A stage on `queue` that signals `started`, then completes once `release` opens.
+  /// A stage on `lane` that signals `started`, then completes once `release` opens.
   private func gated(
-    _ name: String, on queue: DispatchQueue, started: Countdown, release: Gate
+    _ name: String, on lane: BlockingLane, started: Countdown, release: Gate
   ) -> AsyncFunc<Int, Int> {
     AsyncFunc(name: name) { x, complete in
-      queue.async {
+      lane.async {
         started.tick()
         release.blockingWait()
         complete(.success(x))
@@ -18,13 +18,12 @@ import Testing
   }
 
   @Test func parallel_stages_record_overlapping_spans() async throws {
-    // Serial queues: each gets its own thread at once, where a concurrent queue's second
-    // block may wait for the pool to grow.
+    // Each stage blocks a thread of its own until both have started.
     let started = Countdown(2)
     let release = Gate()
     let both =
-      gated("left", on: DispatchQueue(label: "left"), started: started, release: release)
-      <> gated("right", on: DispatchQueue(label: "right"), started: started, release: release)
+      gated("left", on: blockingLane("left"), started: started, release: release)
+      <> gated("right", on: blockingLane("right"), started: started, release: release)
     let timeline = Timeline()
     async let result = withCheckedContinuation { continuation in
       both.run(1, observer: timeline) { continuation.resume(returning: $0) }

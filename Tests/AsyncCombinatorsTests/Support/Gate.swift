@@ -1,17 +1,19 @@
 import Dispatch
+import Foundation
 import Synchronization
 
 @testable import AsyncCombinators
 
 /// A one-way door for ordering tests without sleeps: waiters are parked until `open()`.
 ///
-/// `wait()` suspends (no thread blocked); `blockingWait()` is for code on a private dispatch
-/// queue or thread, never the cooperative pool.
+/// `wait()` suspends and `whenOpen(_:)` calls back (no thread blocked); `blockingWait()` is
+/// for code on a ``BlockingLane``, never Dispatch or the cooperative pool.
 final class Gate: Sendable {
   private struct State {
     var isOpen = false
     var waiters: [CheckedContinuation<Void, Never>] = []
     var blocked: [DispatchSemaphore] = []
+    var callbacks: [@Sendable () -> Void] = []
   }
   private let state = Locked(State())
 
@@ -20,16 +22,28 @@ final class Gate: Sendable {
   var isOpen: Bool { state.withLock { $0.isOpen } }
 
   func open() {
-    let (waiters, blocked) = state.withLock { state in
+    let (waiters, blocked, callbacks) = state.withLock { state in
       state.isOpen = true
       defer {
         state.waiters = []
         state.blocked = []
+        state.callbacks = []
       }
-      return (state.waiters, state.blocked)
+      return (state.waiters, state.blocked, state.callbacks)
     }
     for waiter in waiters { waiter.resume() }
     for semaphore in blocked { semaphore.signal() }
+    for callback in callbacks { callback() }
+  }
+
+  /// Runs `body` once the gate is open: at once if it already is, else on the opening thread.
+  func whenOpen(_ body: @escaping @Sendable () -> Void) {
+    let runNow = state.withLock { state in
+      if state.isOpen { return true }
+      state.callbacks.append(body)
+      return false
+    }
+    if runNow { body() }
   }
 
   func wait() async {
@@ -101,9 +115,19 @@ func testQueue(_ label: String = "test") -> DispatchQueue {
   DispatchQueue(label: "AsyncCombinatorsTests.\(label)", attributes: .concurrent)
 }
 
-/// A private serial queue for work that blocks (a gate's `blockingWait()`, a semaphore).
-/// Serial queues run on Dispatch's overcommitting pool, so each lane gets a thread of its own
-/// at once: two lanes blocked on each other's progress overlap whatever else is running.
-func blockingLane(_ label: String) -> DispatchQueue {
-  DispatchQueue(label: "AsyncCombinatorsTests.lane.\(label)")
+/// Runs blocks that block (a gate's `blockingWait()`, a semaphore) on threads of their own.
+///
+/// Never Dispatch for such work: the global pool, which Swift concurrency shares on Linux, may
+/// be only as wide as the cores, and a blocked worker can starve the very task that would
+/// unblock it. Each block gets a new thread, so blocks on one lane may overlap.
+struct BlockingLane: Sendable {
+  let name: String
+
+  func async(_ block: @escaping @Sendable () -> Void) {
+    let thread = Thread(block: block)
+    thread.name = "AsyncCombinatorsTests.lane.\(name)"
+    thread.start()
+  }
 }
+
+func blockingLane(_ name: String) -> BlockingLane { BlockingLane(name: name) }
