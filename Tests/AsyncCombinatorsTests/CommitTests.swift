@@ -36,15 +36,13 @@ import Testing
     let cancelling = Gate()
     let token = CancellationToken()
     token.onCancel { cancelling.open() }  // registered first, so it runs first
-    let lane = blockingLane("commit")
-    let refresh = AsyncFunc<Int, Int>(name: "fetch") { input, complete in
-      lane.async { complete(.success(input)) }
-    }.commit { _ in
+    let refresh = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }.commit { _ in
       committing.open()
-      cancelling.blockingWait()  // on `lane`: the cancel is under way
+      cancelling.blockingWait()  // on the lane: the cancel is under way
       trace.record("commit finished")
     }
-    refresh.run(1, token: token) { _ in }
+    // The whole run on a thread of its own, so the commit blocks that thread and no other.
+    blockingLane("commit").async { refresh.run(1, token: token) { _ in } }
     await committing.wait()
     let cancelled = Countdown(1)
     blockingLane("canceller").async {
