@@ -96,3 +96,50 @@ private struct Boom: Error, Equatable {}
     #expect(FaultRecorder.shared.violations(named: "contract.throws").isEmpty)
   }
 }
+
+/// The built-in fault responses, each in a process of its own: `faultResponse` is global, and
+/// `.crash` ends the process it runs in.
+@Suite struct FaultResponseTests {
+  @Test func warn_writes_one_line_naming_the_function_and_where_it_was_made() async throws {
+    let result = try #require(
+      await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        ContractViolation.faultResponse = .warn
+        let twice = AsyncFunc<Int, Int>(name: "twice") { x, complete in
+          complete(.success(x))
+          complete(.success(x))
+        }
+        twice.run(1) { _ in }
+      })
+    let lines = String(decoding: result.standardErrorContent, as: UTF8.self)
+      .split(separator: "\n").filter { $0.contains("AsyncCombinators warning") }
+    #expect(lines.count == 1)
+    #expect(lines.first?.contains("twice (ContractTests.swift:") == true)
+    #expect(lines.first?.contains("called its completion more than once") == true)
+  }
+
+  @Test func crash_stops_the_process() async {
+    await #expect(processExitsWith: .failure) {
+      ContractViolation.faultResponse = .crash
+      let twice = AsyncFunc<Int, Int>(name: "twice") { x, complete in
+        complete(.success(x))
+        complete(.success(x))
+      }
+      twice.run(1) { _ in }
+    }
+  }
+
+  @Test func ignore_says_nothing_and_still_drops_the_extra_call() async throws {
+    let result = try #require(
+      await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        ContractViolation.faultResponse = .ignore
+        let calls = Locked(0)
+        let twice = AsyncFunc<Int, Int>(name: "twice") { x, complete in
+          complete(.success(x))
+          complete(.success(x))
+        }
+        twice.run(1) { _ in calls.withLock { $0 += 1 } }
+        precondition(calls.withLock { $0 } == 1, "the extra call was forwarded")
+      })
+    #expect(!String(decoding: result.standardErrorContent, as: UTF8.self).contains("warning"))
+  }
+}
