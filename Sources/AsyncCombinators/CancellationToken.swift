@@ -125,6 +125,7 @@ public final class CancellationToken: Cancellable {
 }
 
 extension CancellationToken: CustomStringConvertible {
+  /// `CancellationToken(cancelled)` or `CancellationToken(active)`.
   public var description: String {
     isCancelled ? "CancellationToken(cancelled)" : "CancellationToken(active)"
   }

@@ -57,6 +57,7 @@ public struct ContractViolation: Error, Sendable, Equatable, CustomStringConvert
     return name.map { "\($0) (\(location))" } ?? location
   }
 
+  /// The function and the part of the contract it broke, in one sentence.
   public var description: String {
     switch kind {
     case .completionNeverCalled: "\(function) released its completion without calling it"

@@ -54,6 +54,7 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// How the tolerance reads in code: `.zero`, `.count(2)`, `.ratio(0.5)`, `.unlimited`.
   public var description: String {
     switch kind {
     case .count(0): ".zero"
@@ -82,7 +83,9 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
 public struct FailureRateExceeded: Error, CustomStringConvertible {
   /// One element's failure: its index in the input and its error.
   public struct Failure: Sendable {
+    /// The element's position in the input array.
     public let index: Int
+    /// What the element failed with.
     public let error: any Error
   }
 
@@ -93,6 +96,7 @@ public struct FailureRateExceeded: Error, CustomStringConvertible {
   /// The tolerance that was exceeded.
   public let tolerance: FailureTolerance
 
+  /// The failure count against the tolerance, then each failed index and its error.
   public var description: String {
     let list = failures.map { "#\($0.index): \($0.error)" }.joined(separator: ", ")
     return
