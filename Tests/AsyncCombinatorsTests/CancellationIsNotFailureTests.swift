@@ -18,7 +18,7 @@ import Testing
     let first = Recorder<Result<Int, any Error>>()
     fetch.run(1) { first.record($0) }
     fetch.run(2) { _ in }
-    parking.release(0, .failure(ProbeFailure()))  // a late failure does not replace it
+    parking.release(0, .failure(TestError()))  // a late failure does not replace it
     #expect(first.count == 1)
     #expect(first.all.allSatisfy(isPlainCancellation))
   }
@@ -30,7 +30,7 @@ import Testing
     let outcomes = Recorder<Result<Int, any Error>>()
     write.run(1) { outcomes.record($0) }.cancel()
     write.run(2) { outcomes.record($0) }.cancel()
-    parking.release(0, .failure(ProbeFailure()))
+    parking.release(0, .failure(TestError()))
     #expect(outcomes.count == 2)
     #expect(outcomes.all.allSatisfy(isPlainCancellation))
   }
@@ -73,7 +73,7 @@ import Testing
   }
 
   @Test func retry_hands_back_cancellation_during_its_wait_unwrapped() {
-    let failing = AsyncFunc<Int, Int>.sync(name: "flaky") { _ in throw ProbeFailure() }
+    let failing = AsyncFunc<Int, Int>.sync(name: "flaky") { _ in throw TestError() }
       .retry(2, delay: .seconds(30))
     let outcome = Recorder<Result<Int, any Error>>()
     failing.run(1) { outcome.record($0) }.cancel()
@@ -92,7 +92,7 @@ import Testing
       .error(on: queue) { reported.record("\($0)") }
     token.cancel()
     await always.wait()
-    parking.release(0, .failure(ProbeFailure()))  // a late failure is dropped too
+    parking.release(0, .failure(TestError()))  // a late failure is dropped too
     // `error` would be queued from inside the `always` block: the first flush runs after that
     // block, the second after anything it queued.
     for _ in 0..<2 { await withCheckedContinuation { done in queue.async { done.resume() } } }

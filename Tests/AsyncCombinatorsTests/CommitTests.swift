@@ -12,8 +12,8 @@ import Testing
   }
 
   @Test func a_throwing_side_effect_fails_the_run() async {
-    let refresh = AsyncFunc<Int, Int>.sync { $0 }.commit { _ in throw ProbeFailure() }
-    await #expect(throws: ProbeFailure.self) { try await refresh(1) }
+    let refresh = AsyncFunc<Int, Int>.sync { $0 }.commit { _ in throw TestError() }
+    await #expect(throws: TestError.self) { try await refresh(1) }
   }
 
   @Test func never_commits_after_the_run_was_cancelled() async {

@@ -106,8 +106,8 @@ private func backend(_ parking: ParkedCompletions<[String]>) -> AsyncFunc<String
   }
 
   @Test func the_latest_runs_failure_is_delivered_as_a_failure() async {
-    let failing = AsyncFunc<Int, Int>.sync { _ in throw ProbeFailure() }.latest()
-    await #expect(throws: ProbeFailure.self) { try await failing(1) }
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError() }.latest()
+    await #expect(throws: TestError.self) { try await failing(1) }
   }
 
   @Test func a_superseded_pipeline_never_starts_its_later_stages() {

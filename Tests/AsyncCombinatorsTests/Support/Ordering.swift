@@ -15,24 +15,6 @@ func bounce(_ count: Int, on queue: DispatchQueue, then: @escaping @Sendable () 
   queue.async { bounce(count - 1, on: queue, then: then) }
 }
 
-/// Counts bodies that ran while another one was still running.
-final class OverlapProbe: Sendable {
-  private let active = Atomic<Int>(0)
-  private let overlapCount = Atomic<Int>(0)
-
-  init() {}
-
-  func enter() {
-    if active.add(1, ordering: .acquiringAndReleasing).oldValue != 0 {
-      overlapCount.add(1, ordering: .relaxed)
-    }
-  }
-
-  func leave() { active.subtract(1, ordering: .acquiringAndReleasing) }
-
-  var overlaps: Int { overlapCount.load(ordering: .acquiring) }
-}
-
 /// Completions a test double parks, to be called when the test decides.
 final class ParkedCompletions<Value: Sendable>: Sendable {
   typealias Completion = @Sendable (Result<Value, any Error>) -> Void
