@@ -65,6 +65,19 @@ import Testing
     #expect(timeline.spans.map(\.failed) == [true])
   }
 
+  @Test func a_sibling_cancelled_by_a_failure_is_marked_cancelled_not_failed() async {
+    struct Boom: Error {}
+    // `waits` ends only when its token fires; `boom` fails at once and so cancels it.
+    let waits = AsyncFunc<Int, Int>(name: "waits") { _, token, complete in
+      token.onCancel { complete(.failure(CancellationError())) }
+    }
+    let boom = AsyncFunc<Int, Int>.sync(name: "boom") { _ in throw Boom() }
+    let (result, timeline) = await (waits <> boom).traced(1)
+    #expect(throws: Boom.self) { try result.get() }
+    let outcomes = Dictionary(uniqueKeysWithValues: timeline.spans.map { ($0.name, $0.outcome) })
+    #expect(outcomes == ["waits": .cancelled, "boom": .failed])
+  }
+
   @Test func records_the_queue_a_stage_started_and_ended_on() async {
     let start = DispatchQueue(label: "timeline.start")
     let finish = DispatchQueue(label: "timeline.finish")
