@@ -136,6 +136,22 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
     run.start(program, input)
   }
 
+  /// Runs the function as part of a stage of another run, on that run's token.
+  ///
+  /// Unlike ``run(_:token:completion:)``, the run registers nothing on the token: the run or
+  /// join that started the enclosing stage reacts to cancellation itself and delivers
+  /// `CancellationError` at once, so a modifier costs no registration, and none that other
+  /// runs on a shared token must step over. `completion` is called once this run is over:
+  /// when its last stage has called back, or, if the token is cancelled first, when the stage
+  /// that was running then calls back (with `CancellationError`).
+  @inlinable
+  func runNested(_ input: Input, token: CancellationToken, completion: @escaping Completion) {
+    let run = Run(token: token, ownsCancellation: false) { result in
+      completion(result.map { unbox($0) })
+    }
+    run.start(program, input)
+  }
+
   /// Starts the function and reports each stage's start and end to `observer`.
   ///
   /// - Returns: The run's cancellation token.

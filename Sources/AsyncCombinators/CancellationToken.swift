@@ -23,19 +23,49 @@ public protocol Cancellable: Sendable {
 /// // prints "stopped" once
 /// ```
 public final class CancellationToken: Cancellable {
-  /// Handlers waiting for cancellation, keyed by registration number.
+  /// The registered handlers, in a slab: a registration names its entry by index, so adding
+  /// and removing one is O(1) however many others there are (a fold's elements all register
+  /// on one token). Freed entries form a list through `nextFree` and are reused.
   private struct State {
-    var handlers: [(id: Int, handler: @Sendable () -> Void)] = []
-    var nextID = 0
+    var entries: [Entry] = []
+    var firstFree: Int32 = -1
+    var live = 0
+    /// Each registration's number, unique on this token; an entry with id 0 is free. Checked on
+    /// removal, so a stale registration never removes a newer handler in a reused entry.
+    var lastID: UInt64 = 0
     /// Once set, every handler has been taken to run and new ones run at once.
     var isCancelled = false
+    /// A child's handler on its parent, made when the child gets its first handler.
+    var parentLink = ParentLink.unlinked
+  }
+
+  private struct Entry {
+    var handler: (@Sendable () -> Void)?
+    var id: UInt64
+    var nextFree: Int32
+  }
+
+  private enum ParentLink {
+    /// No handler of this token needs the parent's cancellation forwarded yet.
+    case unlinked
+    /// A thread is registering on the parent; `detach` or `cancel` meanwhile ends the link.
+    case linking
+    case linked(Registration)
+    /// Detached or cancelled: the parent has nothing more to forward.
+    case done
   }
 
   /// Read on every stage start, so it is an atomic rather than a trip through the lock.
   private let flag = Atomic<Bool>(false)
   private let state = Locked(State())
+  /// A child is cancelled the moment its parent is: ``isCancelled`` reads up the chain, so no
+  /// stage on a child can decide to start after the parent's ``cancel()`` has begun.
+  private let parent: CancellationToken?
   /// Carried to child tokens so that tracing follows a run into parallel branches.
   let observer: (any RunObserver)?
+  /// The count of bodies in flight that stages started on this token join; inherited by
+  /// children unless they start a count of their own. `nil` outside any limit.
+  let inFlight: InFlightWork?
 
   /// Creates a token that is not cancelled.
   public convenience init() {
@@ -44,23 +74,56 @@ public final class CancellationToken: Cancellable {
 
   init(observer: (any RunObserver)?) {
     self.observer = observer
+    parent = nil
+    inFlight = nil
   }
 
-  /// Whether ``cancel()`` has been called.
-  public var isCancelled: Bool { flag.load(ordering: .acquiring) }
+  private init(parent: CancellationToken, inFlight: InFlightWork?) {
+    self.parent = parent
+    observer = parent.observer
+    self.inFlight = inFlight
+  }
+
+  /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
+  ///
+  /// - Complexity: O(*d*) for a token nested *d* deep in the operations of its run; a handful.
+  public var isCancelled: Bool {
+    if flag.load(ordering: .acquiring) { return true }
+    var ancestor = parent
+    while let token = ancestor {
+      if token.flag.load(ordering: .acquiring) { return true }
+      ancestor = token.parent
+    }
+    return false
+  }
+
+  /// Whether this token itself has been cancelled (its handlers taken), whatever its parent.
+  var hasRunItsHandlers: Bool { flag.load(ordering: .acquiring) }
 
   /// Cancels the run: the handlers registered so far run once, on the calling thread.
   ///
+  /// Cancellation takes effect before any handler runs: from the moment `cancel()` begins,
+  /// ``isCancelled`` is `true` here and on every child, so a stage that has not yet decided to
+  /// start never starts.
+  ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
-    let handlers = state.withLock { state -> [(id: Int, handler: @Sendable () -> Void)] in
-      guard !state.isCancelled else { return [] }
+    let (handlers, link) = state.withLock {
+      state -> ([@Sendable () -> Void], Registration?) in
+      guard !state.isCancelled else { return ([], nil) }
       state.isCancelled = true
       flag.store(true, ordering: .releasing)
-      defer { state.handlers = [] }
-      return state.handlers
+      var link: Registration?
+      if case .linked(let registration) = state.parentLink { link = registration }
+      state.parentLink = .done
+      let handlers = state.entries.compactMap(\.handler)
+      state.entries = []
+      state.firstFree = -1
+      state.live = 0
+      return (handlers, link)
     }
-    for entry in handlers { entry.handler() }
+    link?.remove()  // Cancelled on its own: the parent need not forward its cancellation.
+    for handler in handlers { handler() }
   }
 
   /// Registers work to do when the token is cancelled; runs it at once if it already is.
@@ -77,50 +140,116 @@ public final class CancellationToken: Cancellable {
   ///
   /// - Parameter handler: Runs at most once, on the thread that cancels.
   /// - Returns: A registration whose ``Registration/remove()`` unregisters the handler.
+  /// - Complexity: O(1), amortized.
   @discardableResult
   public func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration {
-    let id = state.withLock { state -> Int? in
-      guard !state.isCancelled else { return nil }
-      defer { state.nextID += 1 }
-      state.handlers.append((state.nextID, handler))
-      return state.nextID
-    }
-    guard let id else {
+    if isCancelled {
       handler()
-      return Registration(token: nil, id: 0)
+      return Registration(token: nil, index: 0, id: 0)
     }
-    return Registration(token: self, id: id)
+    let added = state.withLock { state -> (index: Int32, id: UInt64, link: Bool)? in
+      guard !state.isCancelled else { return nil }
+      state.lastID += 1
+      let entry = Entry(handler: handler, id: state.lastID, nextFree: -1)
+      let index: Int32
+      if state.firstFree >= 0 {
+        index = state.firstFree
+        state.firstFree = state.entries[Int(index)].nextFree
+        state.entries[Int(index)] = entry
+      } else {
+        index = Int32(state.entries.count)
+        state.entries.append(entry)
+      }
+      state.live += 1
+      var link = false
+      if parent != nil, case .unlinked = state.parentLink {
+        state.parentLink = .linking
+        link = true
+      }
+      return (index, state.lastID, link)
+    }
+    guard let added else {
+      handler()
+      return Registration(token: nil, index: 0, id: 0)
+    }
+    if added.link { linkToParent() }
+    return Registration(token: self, index: added.index, id: added.id)
   }
 
   /// A handler's place on a token, to take it off when it is no longer needed.
   public struct Registration: Sendable {
     fileprivate let token: CancellationToken?
-    fileprivate let id: Int
+    /// The entry's index, or -1 for the link of a child made by `makeChild()`.
+    fileprivate let index: Int32
+    fileprivate let id: UInt64
 
     /// Unregisters the handler if it has not run yet. Idempotent.
+    ///
+    /// - Complexity: O(1); it visits no other registration.
     public func remove() {
-      token?.removeHandler(id)
+      guard let token else { return }
+      if index < 0 { token.detach() } else { token.removeHandler(index, id) }
     }
   }
 
-  private func removeHandler(_ id: Int) {
+  private func removeHandler(_ index: Int32, _ id: UInt64) {
     // Take the closure out under the lock, release it outside: releasing may run deinits.
     let removed = state.withLock { state -> (@Sendable () -> Void)? in
-      guard let index = state.handlers.lastIndex(where: { $0.id == id }) else { return nil }
-      return state.handlers.remove(at: index).handler
+      let slot = Int(index)
+      guard slot < state.entries.count, state.entries[slot].id == id else { return nil }
+      let handler = state.entries[slot].handler
+      state.entries[slot] = Entry(handler: nil, id: 0, nextFree: state.firstFree)
+      state.firstFree = index
+      state.live -= 1
+      if state.live == 0 {
+        state.entries.removeAll(keepingCapacity: state.entries.count <= 64)
+        state.firstFree = -1
+      }
+      return handler
     }
     _ = removed
   }
 
+  /// The number of handlers registered and neither run nor removed; for tests.
+  var registrationCount: Int { state.withLock { $0.live } }
+
+  /// Registers on the parent the handler that forwards its cancellation to this child.
+  private func linkToParent() {
+    guard let parent else { return }
+    let registration = parent.onCancel { self.cancel() }
+    let kept = state.withLock { state in
+      guard case .linking = state.parentLink else { return false }
+      state.parentLink = .linked(registration)
+      return true
+    }
+    if !kept { registration.remove() }  // Detached or cancelled meanwhile.
+  }
+
+  /// Stops forwarding the parent's cancellation to this child's handlers: its work is done.
+  private func detach() {
+    let link = state.withLock { state -> Registration? in
+      defer { state.parentLink = .done }
+      if case .linked(let registration) = state.parentLink { return registration }
+      return nil
+    }
+    link?.remove()
+  }
+
   /// A token that is cancelled with this one, and can also be cancelled on its own.
   ///
-  /// - Returns: The child, and the registration that links it. Remove the link once the
-  ///   child's work is done: it holds the child strongly (a weak reference would slow every
-  ///   retain of the token).
-  func makeChild() -> (child: CancellationToken, link: Registration) {
-    let child = CancellationToken(observer: observer)
-    let link = onCancel { child.cancel() }
-    return (child, link)
+  /// The child costs its parent nothing until it gets a handler of its own: its
+  /// ``isCancelled`` reads the parent's state, and only its handlers need a registration on
+  /// the parent to hear of the cancellation.
+  ///
+  /// - Parameter inFlight: A count of bodies in flight for the child's stages to join in place
+  ///   of this token's.
+  /// - Returns: The child, and its link: remove the link once the child's work is done, so
+  ///   the parent stops holding the child's handlers.
+  func makeChild(counting inFlight: InFlightWork? = nil) -> (
+    child: CancellationToken, link: Registration
+  ) {
+    let child = CancellationToken(parent: self, inFlight: inFlight ?? self.inFlight)
+    return (child, Registration(token: child, index: -1, id: 0))
   }
 }
 

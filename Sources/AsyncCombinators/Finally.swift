@@ -25,8 +25,8 @@ extension AsyncFunc {
       label: Label(name: nil, fileID: #fileID, line: #line),
       shape: .modified(program, "finally(\(cleanup))")
     ) { input, token, complete in
-      inner.run(input, token: token) { result in
-        cleanup.run(input, token: token) { cleaned in
+      inner.runNested(input, token: token) { result in
+        cleanup.runNested(input, token: token) { cleaned in
           if case .success = result, case .failure(let error) = cleaned {
             return complete(.failure(error))
           }

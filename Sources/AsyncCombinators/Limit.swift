@@ -6,6 +6,11 @@ extension AsyncFunc {
   /// independent gate. A run that waits for its turn holds no thread (`run` returns at once),
   /// and cancelling it takes it out of the queue and completes it with `CancellationError`.
   ///
+  /// The limit counts real work: a slot is taken when a run starts this function and given
+  /// back when every callback body the run started has called back (or released its
+  /// completion uncalled). A run that is cancelled, times out or loses a race delivers its
+  /// result at once, but keeps its slot until a body that ignores cancellation is done.
+  ///
   /// ```swift
   /// let export = AsyncFunc<String, String>.async(name: "export") { "\($0).mp4" }
   /// let oneAtATime = export.limit(1)
@@ -27,9 +32,15 @@ extension AsyncFunc {
       shape: .modified(program, "limit(\(n))")
     ) { input, token, complete in
       gate.enter(token: token) {
-        inner.run(input, token: token) { result in
-          // Free the slot first: the slot limits this function, not what runs after it.
-          gate.leave()
+        // The slot is held until every body this run started has called back, even when the
+        // run itself is over sooner: cancelled, timed out, beaten in a race.
+        let work = InFlightWork(within: token.inFlight) { gate.leave() }
+        let (child, link) = token.makeChild(counting: work)
+        inner.runNested(input, token: child) { result in
+          link.remove()
+          // Give up the result's hold first: the slot limits this function, not what runs
+          // after it.
+          work.leave()
           complete(result)
         }
       }

@@ -46,7 +46,7 @@ extension AsyncFunc {
       label: Label(name: nil, fileID: #fileID, line: #line),
       shape: .modified(program, "on(\(name))")
     ) { input, token, complete in
-      performer.perform { inner.run(input, token: token, completion: complete) }
+      performer.perform { inner.runNested(input, token: token, completion: complete) }
     }
   }
 }

@@ -3,7 +3,9 @@ extension AsyncFunc {
   /// others are cancelled.
   ///
   /// Failures do not end the race while another function may still succeed; when all have
-  /// failed, the race fails with the last failure, the one that decided it.
+  /// failed, the race fails with the last failure, the one that decided it. Cancellation is
+  /// not a failure: a contender that ends with `CancellationError` ends the race with it at
+  /// once, and the others are cancelled, as a branch of `<>` does.
   ///
   /// ```swift
   /// let mirror1 = AsyncFunc<String, String>.async(name: "mirror1") { path in
@@ -28,8 +30,9 @@ extension AsyncFunc {
       input, token, complete in
       let join = RaceJoin(count: functions.count, token: token, complete: complete)
       for function in functions {
-        if join.token.isCancelled { break }  // Decided already: start no more.
-        function.run(input, token: join.token) { join.deliver($0) }
+        // Decided or cancelled already: start no more; a cancelled race completes as such.
+        if join.token.isCancelled { return join.withdraw() }
+        function.runNested(input, token: join.token) { join.deliver($0) }
       }
     }
   }

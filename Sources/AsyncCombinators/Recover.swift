@@ -24,7 +24,7 @@ extension AsyncFunc {
       label: Label(name: nil, fileID: #fileID, line: #line),
       shape: .modified(program, "recover { … }")
     ) { input, token, complete in
-      inner.run(input, token: token) { result in
+      inner.runNested(input, token: token) { result in
         guard case .failure(let error) = result, !(error is CancellationError) else {
           return complete(result)
         }

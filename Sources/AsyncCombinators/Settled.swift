@@ -25,7 +25,7 @@ extension AsyncFunc {
       label: Label(name: nil, fileID: #fileID, line: #line),
       shape: .modified(program, "settled()")
     ) { input, token, complete in
-      inner.run(input, token: token) { result in
+      inner.runNested(input, token: token) { result in
         if case .failure(let error) = result, error is CancellationError {
           return complete(.failure(error))
         }

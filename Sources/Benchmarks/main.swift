@@ -24,6 +24,12 @@ if arguments.first == "--hot" {
   chain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) }
   exit(result.value.load(ordering: .relaxed) == 100_000 ? 0 : 1)
 }
+if arguments.first == "--modifiers" {
+  // The modifier section alone, optionally at other widths: `--modifiers 10000 20000`.
+  let widths = arguments.dropFirst().compactMap { Int($0) }
+  runModifierScenario(widths: widths.isEmpty ? [10_000, 40_000, 160_000] : widths)
+  exit(0)
+}
 if arguments.first == "--parallel" {
   runParallelScenario()
   exit(0)
@@ -31,6 +37,10 @@ if arguments.first == "--parallel" {
 runSerialScenario()
 runParallelScenario()
 runConcurrentMapScenario()
+runUnlimitedMapScenario()
+runHopScenario()
+runPromiseScenario()
+runModifierScenario()
 
 // Peak memory needs a process per figure: a peak never goes down.
 var peaks: [(String, Double)] = []

@@ -173,17 +173,23 @@ final class Run: StageSink, @unchecked Sendable {
           return finish(.failure(error))
         }
       case .callback(let stage):
-        if token.isCancelled { return finish(.failure(CancellationError())) }
+        // Counted before the check, so a limit that sees no body in flight and gives its slot
+        // back is ordered before this check, which then sees the cancellation that ended it.
+        let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
+        if token.isCancelled {
+          counted?.leave()
+          return finish(.failure(CancellationError()))
+        }
         phase.store(Phase.running, ordering: .relaxed)
         baton.pointee.completedInline = Phase.running
         swap(&baton.pointee.parked, &position)
         var completion: StageCompletion
         if let recycled = spare.take() {
-          recycled.recycle(for: stage)
+          recycled.recycle(for: stage, counted: counted)
           completion = recycled
         } else {
           completion = StageCompletion(
-            sink: self, branch: 0, stage: stage, observer: token.observer)
+            sink: self, branch: 0, stage: stage, observer: token.observer, counted: counted)
         }
         drivingThread.store(currentThreadID(), ordering: .relaxed)
         stage.body(value, token, completion)
@@ -197,7 +203,7 @@ final class Run: StageSink, @unchecked Sendable {
         }
         swap(&baton.pointee.parked, &position)
         // If the user's copy of the closure is gone too, reuse the object for the next stage.
-        if isKnownUniquelyReferenced(&completion) && completion.isCalled { spare = completion }
+        if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
         guard outcome == Phase.succeededInline else {
           return finish(.failure(baton.pointee.failure.take()!))
         }
@@ -249,7 +255,15 @@ final class Run: StageSink, @unchecked Sendable {
     // A cancelled token has dropped its handlers already, and the thread running them may not
     // have seen `cancelRegistration` written: only a finish that is not a cancellation (on the
     // thread holding the baton, which did see it) reads it.
-    if !token.isCancelled { cancelRegistration?.remove() }
+    if !token.hasRunItsHandlers { cancelRegistration?.remove() }
+    // Once the token is cancelled the run's outcome is cancellation, whatever a stage delivered
+    // meanwhile: that holds even while other handlers on the token are still running, before
+    // this run's own handler has had its turn.
+    if token.isCancelled, case .success = result {
+      return onFinish(.failure(CancellationError()))
+    } else if token.isCancelled, case .failure(let error) = result, !(error is CancellationError) {
+      return onFinish(.failure(CancellationError()))
+    }
     onFinish(result)
   }
 }
@@ -279,28 +293,42 @@ final class StageCompletion: @unchecked Sendable {
   fileprivate var stage: CallbackStage
   private let called = Atomic<Bool>(false)
   private var event: StageEvent?
+  /// The count of bodies in flight this stage was counted in, left when it calls back or is
+  /// released uncalled.
+  private var counted: InFlightWork?
 
-  init(sink: any StageSink, branch: Int, stage: CallbackStage, observer: (any RunObserver)?) {
+  /// - Parameter counted: The count of bodies in flight that has already counted this stage.
+  init(
+    sink: any StageSink, branch: Int, stage: CallbackStage, observer: (any RunObserver)?,
+    counted: InFlightWork?
+  ) {
     self.sink = sink
     self.branch = branch
     self.stage = stage
     self.observer = observer
+    self.counted = counted
     if let observer { event = StageEvent.begin(stage.shape, observer) }
   }
 
   /// Readies a completion whose previous stage completed and whose closure is gone.
-  fileprivate func recycle(for stage: CallbackStage) {
+  fileprivate func recycle(for stage: CallbackStage, counted: InFlightWork?) {
     self.stage = stage
+    self.counted = counted
     if let observer { event = StageEvent.begin(stage.shape, observer) }
     called.store(false, ordering: .relaxed)
   }
 
-  /// Whether the stage has completed; read by the loop before recycling.
-  fileprivate var isCalled: Bool { called.load(ordering: .relaxed) }
+  /// Whether the stage has completed, read by the loop once it holds the only reference and
+  /// before it recycles the object. The acquire pairs with the release in `claim()`'s report
+  /// of a second call, which reads `stage`: a caller that reported is ordered before the
+  /// recycling that rewrites it, on any memory model and in ThreadSanitizer's eyes, not only
+  /// through the reference count.
+  fileprivate var isSettled: Bool { called.load(ordering: .acquiring) }
 
   private func claim() -> Bool {
     guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
       ContractViolation.report(ContractViolation(.completionCalledTwice, stage.label))
+      called.store(true, ordering: .releasing)  // Done reading `stage`; see `isSettled`.
       return false
     }
     return true
@@ -310,6 +338,7 @@ final class StageCompletion: @unchecked Sendable {
   func succeed(_ value: consuming AnyValue) {
     guard claim() else { return }
     event?.end(.succeeded)
+    counted?.leave()
     sink.stageSucceeded(value, branch: branch)
   }
 
@@ -317,6 +346,7 @@ final class StageCompletion: @unchecked Sendable {
   func fail(_ error: any Error) {
     guard claim() else { return }
     event?.end(StageOutcome(error))
+    counted?.leave()
     sink.stageFailed(error, branch: branch)
   }
 
@@ -346,6 +376,7 @@ final class StageCompletion: @unchecked Sendable {
     let (sink, branch) = (sink, branch)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let event = event
+    counted?.leave()  // Released uncalled: the body is over as far as any limit is concerned.
     DispatchQueue.global().async {
       event?.end(.failed)
       sink.stageFailed(violation, branch: branch)

@@ -1,0 +1,147 @@
+import AsyncCombinators
+import Dispatch
+import Foundation
+import Synchronization
+
+/// What each modifier costs inside a fold, and whether that cost grows with the fold's width.
+///
+/// `f` completes on a global queue, as real work does. Every modifier is measured as
+/// `f.<modifier>.concurrentMap()` against the plain `f.concurrentMap()` in the same run,
+/// interleaved; the scale rows double the width twice over and report the per-element figure
+/// at each width, so a cost that grows with the number of siblings shows as a growth ratio.
+func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions: Int = 5) {
+  let f = AsyncFunc<Int, Int>(name: "f") { x, complete in
+    DispatchQueue.global().async { complete(.success(x &+ 1)) }
+  }
+  let modifiers: [(String, AsyncFunc<[Int], [Int]>)] = [
+    ("none", f.concurrentMap()),
+    ("on(queue)", f.on(DispatchQueue.global()).concurrentMap()),
+    ("recover", f.recover { _ in 0 }.concurrentMap()),
+    ("finally", f.finally(.sync { _ in }).concurrentMap()),
+    ("retry(2)", f.retry(2).concurrentMap()),
+    ("timeout(30 s)", f.timeout(.seconds(30)).concurrentMap()),
+    ("limit(8)", f.limit(8).concurrentMap()),
+    ("settled", f.settled().map { try $0.get() }.concurrentMap()),
+    ("race([f])", AsyncFunc.race([f]).concurrentMap()),
+    // A `latest()` run supersedes the one before it, so its elements go one at a time.
+    ("latest, limit 1", f.latest().concurrentMap(limit: 1)),
+    ("none, limit 1", f.concurrentMap(limit: 1)),
+  ]
+
+  print("\nModifiers inside concurrentMap, f completing on a global queue (ns/element)")
+  var perElement: [[Double]] = Array(repeating: [], count: modifiers.count)
+  for width in widths {
+    let input = Array(0..<width)
+    let medians = medianNanoseconds(
+      repetitions: repetitions,
+      modifiers.map { _, fold in { blockOn(fold, input, expectedCount: width) } })
+    for index in modifiers.indices { perElement[index].append(medians[index] / Double(width)) }
+  }
+  let header = widths.map { "n=\($0)".padding(toLength: 11, withPad: " ", startingAt: 0) }
+  print(
+    "modifier".padding(toLength: 18, withPad: " ", startingAt: 0) + header.joined()
+      + "growth   vs plain at n=\(widths[widths.count / 2])")
+  for (index, (name, _)) in modifiers.enumerated() {
+    let figures = perElement[index].map {
+      format($0).padding(toLength: 11, withPad: " ", startingAt: 0)
+    }
+    let growth = perElement[index].last! / perElement[index].first!
+    let plain = name.hasSuffix("limit 1") ? perElement[modifiers.count - 1] : perElement[0]
+    let middle = widths.count / 2
+    print(
+      name.padding(toLength: 18, withPad: " ", startingAt: 0) + figures.joined()
+        + "x\(String(format: "%.2f", growth))    x\(String(format: "%.2f", perElement[index][middle] / plain[middle]))"
+    )
+  }
+}
+
+/// Chains of `k` stages, each `.on(queue)`, against the same hops written by hand.
+func runHopScenario(runs: Int = 10_000) {
+  let queue = DispatchQueue(label: "bench.hops")
+  for k in [1, 3] {
+    let stage = AsyncFunc<Int, Int>.sync { $0 &+ 1 }.on(queue)
+    let chain = AsyncFunc.serial(Array(repeating: stage, count: k))
+    let medians = medianNanoseconds([
+      {
+        for x in 0..<runs {
+          waitFor { done in chain.run(x) { _ in done() } }
+        }
+      },
+      {
+        for x in 0..<runs {
+          waitFor { done in handHops(x, k, on: queue) { _ in done() } }
+        }
+      },
+    ])
+    report(
+      "\(k) × .on(queue) stage, \(runs) runs", unit: "ns/run", ours: medians[0] / Double(runs),
+      baselines: [("DispatchQueue.async", medians[1] / Double(runs))])
+  }
+}
+
+private func handHops(
+  _ x: Int, _ remaining: Int, on queue: DispatchQueue,
+  _ done: @escaping @Sendable (Int) -> Void
+) {
+  guard remaining > 0 else { return done(x) }
+  queue.async { handHops(x &+ 1, remaining - 1, on: queue, done) }
+}
+
+/// A `Promise` chain of `then`s (each a hop to a global queue) against the same hops by hand.
+func runPromiseScenario(links: Int = 1_000) {
+  let medians = medianNanoseconds([
+    {
+      waitFor { done in
+        var promise = Promise(AsyncFunc<Void, Int>.sync { 0 })
+        for _ in 0..<links { promise = promise.then { $0 &+ 1 } }
+        promise.always { done() }.error { _ in }
+      }
+    },
+    {
+      waitFor { done in handHops(0, links, on: DispatchQueue.global()) { _ in done() } }
+    },
+  ])
+  report(
+    "Promise, \(links) × then", unit: "ns/link", ours: medians[0] / Double(links),
+    baselines: [("DispatchQueue.global().async", medians[1] / Double(links))])
+}
+
+/// `concurrentMap()` over 100,000 elements completing on a global queue, against
+/// `DispatchGroup` and a locked array doing the same hops.
+func runUnlimitedMapScenario(count: Int = 100_000) {
+  let f = AsyncFunc<Int, Int> { x, complete in
+    DispatchQueue.global().async { complete(.success(x &* 2)) }
+  }
+  let fold = f.concurrentMap()
+  let input = Array(0..<count)
+  let medians = medianNanoseconds([
+    { blockOn(fold, input, expectedCount: count) },
+    {
+      let group = DispatchGroup()
+      let results = Mutex([Int](repeating: 0, count: count))
+      for x in input {
+        group.enter()
+        DispatchQueue.global().async {
+          results.withLock { $0[x] = x &* 2 }
+          group.leave()
+        }
+      }
+      group.wait()
+    },
+  ])
+  report(
+    "concurrentMap(), \(count) elements", unit: "ns/element", ours: medians[0] / Double(count),
+    baselines: [("DispatchGroup + locked array", medians[1] / Double(count))])
+}
+
+/// Runs `fold` on `input` and waits for it on the calling (main) thread.
+private func blockOn(_ fold: AsyncFunc<[Int], [Int]>, _ input: [Int], expectedCount: Int) {
+  let count = Box()
+  waitFor { done in
+    fold.run(input) { result in
+      count.value.store((try? result.get().count) ?? -1, ordering: .relaxed)
+      done()
+    }
+  }
+  precondition(count.value.load(ordering: .relaxed) == expectedCount, "a fold failed")
+}
