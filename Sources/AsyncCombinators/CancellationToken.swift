@@ -35,6 +35,9 @@ public final class CancellationToken: Cancellable {
     var lastID: UInt64 = 0
     /// Once set, every handler has been taken to run and new ones run at once.
     var isCancelled = false
+    /// How many entries removals have examined in all: one each, whatever the order. Tests
+    /// read it to prove removal never scans.
+    var entriesExamined = 0
     /// A child's handler on its parent, made when the child gets its first handler.
     var parentLink = ParentLink.unlinked
   }
@@ -196,7 +199,9 @@ public final class CancellationToken: Cancellable {
     // Take the closure out under the lock, release it outside: releasing may run deinits.
     let removed = state.withLock { state -> (@Sendable () -> Void)? in
       let slot = Int(index)
-      guard slot < state.entries.count, state.entries[slot].id == id else { return nil }
+      guard slot < state.entries.count else { return nil }
+      state.entriesExamined += 1
+      guard state.entries[slot].id == id else { return nil }
       let handler = state.entries[slot].handler
       state.entries[slot] = Entry(handler: nil, id: 0, nextFree: state.firstFree)
       state.firstFree = index
@@ -212,6 +217,9 @@ public final class CancellationToken: Cancellable {
 
   /// The number of handlers registered and neither run nor removed; for tests.
   var registrationCount: Int { state.withLock { $0.live } }
+
+  /// How many entries all removals so far have examined; for tests.
+  var entriesExaminedByRemovals: Int { state.withLock { $0.entriesExamined } }
 
   /// Registers on the parent the handler that forwards its cancellation to this child.
   private func linkToParent() {

@@ -101,3 +101,79 @@ import Testing
     }
   }
 }
+
+/// A limit counts bodies that have started and not called back, whatever became of their runs.
+@Suite struct LimitCountsRealWorkTests {
+  @Test func a_cancelled_runs_slot_waits_for_its_body_to_call_back() async {
+    let parking = Parking<Int, Int>()
+    let limited = parking.function.limit(1)
+    let first = Gate()
+    let token = limited.run(0) { result in
+      #expect(isCancellation(result))
+      first.open()
+    }
+    await parking.waitForStarts(1)
+    token.cancel()
+    await first.wait()  // The result is out at once...
+    let second = Gate()
+    limited.run(1) { _ in second.open() }
+    #expect(parking.started == 1)  // ...but the body ignoring cancellation keeps the slot.
+    let cancelled = parking.takeAll()
+    cancelled[0].complete(.success(0))
+    await parking.waitForStarts(2)
+    parking.takeAll()[0].complete(.success(1))
+    await second.wait()
+  }
+
+  @Test func a_slot_comes_back_when_a_cancelled_body_releases_its_completion_uncalled() async {
+    let held = Locked<(@Sendable (Result<Int, any Error>) -> Void)?>(nil)
+    let entered = Gate()
+    let stage = AsyncFunc<Int, Int>(name: "releasesUncalled") { x, complete in
+      guard x == 0 else { return complete(.success(x)) }
+      held.withLock { $0 = complete }
+      entered.open()
+    }
+    let limited = stage.limit(1)
+    let token = limited.run(0) { _ in }
+    await entered.wait()
+    token.cancel()
+    let second = Gate()
+    limited.run(1) { _ in second.open() }
+    #expect(!second.isOpen)  // A granted run would have completed synchronously.
+    do {
+      let completion = held.withLock { $0.take() }
+      _ = completion
+    }  // Released uncalled here: the slot comes back and the waiting run goes.
+    await second.wait()
+  }
+
+  @Test func a_timed_out_runs_slot_waits_for_the_body() async {
+    let parking = Parking<Int, Int>()
+    let limited = parking.function.timeout(.milliseconds(1)).limit(1)
+    let first = await runToCompletion(limited, 0)
+    #expect(first.failure is TimeoutError)
+    let second = Gate()
+    limited.run(1) { _ in second.open() }
+    #expect(parking.started == 1)
+    parking.takeAll()[0].complete(.success(0))
+    await parking.waitForStarts(2)
+    parking.takeAll()[0].complete(.success(1))
+    await second.wait()
+  }
+
+  @Test func a_race_losers_slot_waits_for_the_losing_body() async throws {
+    let parking = Parking<Int, Int>()
+    let limited = AsyncFunc.race([parking.function, .sync { $0 }]).limit(1)
+    let first = await runToCompletion(limited, 7)
+    #expect(try first.get() == 7)
+    let second = Gate()
+    limited.run(1) { _ in second.open() }
+    await parking.waitForStarts(1)
+    #expect(parking.started == 1)
+    parking.takeAll()[0].complete(.success(0))
+    await parking.waitForStarts(2)
+    let parked = parking.takeAll()
+    parked[0].complete(.success(1))
+    await second.wait()
+  }
+}

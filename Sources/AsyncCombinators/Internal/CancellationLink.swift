@@ -2,6 +2,9 @@ import Synchronization
 
 /// Forwards a run's cancellation to a request or task until that work has finished, then
 /// takes its handler off the token, so a long run does not keep handlers of finished stages.
+///
+/// The work's completion should be what holds the link: then a completion released uncalled
+/// releases the link too, and its `deinit` takes the handler off.
 final class CancellationLink: Sendable {
   private enum State {
     /// Neither connected nor finished yet.
@@ -23,6 +26,10 @@ final class CancellationLink: Sendable {
     }
     if !stillRunning { registration.remove() }
   }
+
+  /// A link released unfinished belongs to work that will never call back (a legacy callback
+  /// dropped uncalled): its handler, and the request it holds, come off the token with it.
+  deinit { finish() }
 
   func finish() {
     let registration = state.withLock { state -> CancellationToken.Registration? in
