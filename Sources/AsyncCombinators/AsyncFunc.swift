@@ -87,6 +87,14 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
     self.init(label: Label(name: name, fileID: fileID, line: line), body: body)
   }
 
+  /// A callback stage whose body works on the erased input and the stage's own completion.
+  init(
+    label: Label,
+    body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+  ) {
+    self.init(program: .callback(CallbackStage(shape: .stage(label), label: label, body: body)))
+  }
+
   @inlinable
   init(
     label: Label, shape: Shape? = nil,

@@ -20,19 +20,50 @@ extension AsyncFunc {
   /// - Parameter cleanup: Runs after this function, with its input.
   /// - Returns: A function with the same input and output.
   public func finally(_ cleanup: AsyncFunc<Input, Void>) -> AsyncFunc {
-    let inner = self
-    return AsyncFunc(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, "finally(\(cleanup))")
-    ) { input, token, complete in
-      inner.runNested(input, token: token) { result in
-        cleanup.runNested(input, token: token) { cleaned in
-          if case .success = result, case .failure(let error) = cleaned {
-            return complete(.failure(error))
-          }
-          complete(result)
-        }
-      }
+    let (inner, cleanup) = (program, cleanup.program)
+    return AsyncFunc(modifying: inner, call: "finally(\(cleanup.structure))") {
+      input, token, completion in
+      inner.start(input, token: token, sink: Cleanup(completion, cleanup, input, token))
     }
+  }
+}
+
+/// Where a `finally` stage's two functions report: the inner one as branch 0, then the
+/// cleanup as branch 1, which delivers the inner result unless only the cleanup failed.
+///
+/// `result` is written before the cleanup starts and read when the cleanup reports, which the
+/// cleanup's completion orders after that start: that is what makes `@unchecked Sendable` safe.
+private final class Cleanup: StageSink, @unchecked Sendable {
+  private let completion: StageCompletion
+  private let cleanup: Program
+  private let input: AnyValue
+  private let token: CancellationToken
+  private var result: AnyResult?
+
+  init(
+    _ completion: StageCompletion, _ cleanup: Program, _ input: AnyValue,
+    _ token: CancellationToken
+  ) {
+    self.completion = completion
+    self.cleanup = cleanup
+    self.input = input
+    self.token = token
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
+    guard branch == 0 else { return completion.complete(result.take()!) }
+    result = .success(value)
+    cleanup.start(input, token: token, sink: self, branch: 1)
+  }
+
+  func stageFailed(_ error: any Error, branch: Int) {
+    guard branch == 0 else {
+      // The inner function's failure wins over the cleanup's.
+      if case .failure(let innerError)? = result.take() { return completion.fail(innerError) }
+      return completion.fail(error)
+    }
+    // A cancelled run is over: `start` sees the token and the cleanup does not begin.
+    result = .failure(error)
+    cleanup.start(input, token: token, sink: self, branch: 1)
   }
 }

@@ -26,24 +26,47 @@ extension AsyncFunc {
   public func limit(_ n: Int) -> AsyncFunc {
     precondition(n >= 1, "limit(\(n)): the limit must be at least 1")
     let gate = Admission(limit: n)
-    let inner = self
-    return AsyncFunc(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, "limit(\(n))")
-    ) { input, token, complete in
+    let inner = program
+    return AsyncFunc(modifying: inner, call: "limit(\(n))") { input, token, completion in
       gate.enter(token: token) {
         // The slot is held until every body this run started has called back, even when the
         // run itself is over sooner: cancelled, timed out, beaten in a race.
         let work = InFlightWork(within: token.inFlight) { gate.leave() }
         let (child, link) = token.makeChild(counting: work)
-        inner.runNested(input, token: child) { result in
-          link.remove()
-          // Give up the result's hold first: the slot limits this function, not what runs
-          // after it.
-          work.leave()
-          complete(result)
-        }
+        inner.start(input, token: child, sink: SlotHolder(completion, work, link))
       }
     }
+  }
+}
+
+/// Where a `limit` stage's inner function reports: the result goes on at once, and gives up
+/// its hold on the slot, which comes back once no body of the run is left in flight.
+private final class SlotHolder: StageSink {
+  private let completion: StageCompletion
+  private let work: InFlightWork
+  private let link: CancellationToken.Registration
+
+  init(
+    _ completion: StageCompletion, _ work: InFlightWork, _ link: CancellationToken.Registration
+  ) {
+    self.completion = completion
+    self.work = work
+    self.link = link
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    release()
+    completion.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    release()
+    completion.fail(error)
+  }
+
+  /// First, so that the slot limits this function, not what runs after it.
+  private func release() {
+    link.remove()
+    work.leave()
   }
 }

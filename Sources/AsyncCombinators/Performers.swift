@@ -40,13 +40,11 @@ extension AsyncFunc {
   /// - Parameter performer: Where to start the body, such as a `DispatchQueue`.
   /// - Returns: A function with the same input and output that starts on `performer`.
   public func on(_ performer: some BlockPerformer) -> AsyncFunc {
-    let inner = self
+    let inner = program
     let name = (performer as? DispatchQueue)?.label ?? "\(type(of: performer))"
-    return AsyncFunc(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, "on(\(name))")
-    ) { input, token, complete in
-      performer.perform { inner.runNested(input, token: token, completion: complete) }
+    return AsyncFunc(modifying: inner, call: "on(\(name))") { input, token, completion in
+      // A hop: the block starts the inner function, which reports to this stage's completion.
+      performer.perform { inner.start(input, token: token, sink: completion) }
     }
   }
 }

@@ -26,13 +26,14 @@ extension AsyncFunc {
   public static func race(_ functions: [AsyncFunc]) -> AsyncFunc {
     precondition(!functions.isEmpty, "race([]): a race needs at least one function")
     let name = "race(\(functions.map(\.description).joined(separator: ", ")))"
+    let contenders = functions.map(\.program)
     return AsyncFunc(label: Label(name: name, fileID: #fileID, line: #line)) {
-      input, token, complete in
-      let join = RaceJoin(count: functions.count, token: token, complete: complete)
-      for function in functions {
+      input, token, completion in
+      let join = RaceJoin(count: contenders.count, token: token, completion: completion)
+      for contender in contenders {
         // Decided or cancelled already: start no more; a cancelled race completes as such.
         if join.token.isCancelled { return join.withdraw() }
-        function.runNested(input, token: join.token) { join.deliver($0) }
+        contender.start(input, token: join.token, sink: join)
       }
     }
   }

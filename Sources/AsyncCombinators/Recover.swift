@@ -19,17 +19,33 @@ extension AsyncFunc {
   public func recover(
     _ transform: @escaping @Sendable (any Error) throws -> Output
   ) -> AsyncFunc {
-    let inner = self
-    return AsyncFunc(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, "recover { … }")
-    ) { input, token, complete in
-      inner.runNested(input, token: token) { result in
-        guard case .failure(let error) = result, !(error is CancellationError) else {
-          return complete(result)
-        }
-        complete(Result { try transform(error) })
-      }
+    let inner = program
+    let recovery: @Sendable (any Error) throws -> AnyValue = { try transform($0) }
+    return AsyncFunc(modifying: inner, call: "recover { … }") { input, token, completion in
+      inner.start(input, token: token, sink: Recovery(completion, recovery))
     }
+  }
+}
+
+/// Where a `recover` stage's inner function reports: a failure other than cancellation goes
+/// through the transform.
+private final class Recovery: StageSink {
+  private let completion: StageCompletion
+  private let transform: @Sendable (any Error) throws -> AnyValue
+
+  init(
+    _ completion: StageCompletion, _ transform: @escaping @Sendable (any Error) throws -> AnyValue
+  ) {
+    self.completion = completion
+    self.transform = transform
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { completion.succeed(value) }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    guard !(error is CancellationError) else { return completion.fail(error) }
+    let recovered: AnyValue
+    do { recovered = try transform(error) } catch { return completion.fail(error) }
+    completion.succeed(recovered)
   }
 }

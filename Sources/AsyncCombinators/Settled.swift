@@ -20,17 +20,29 @@ extension AsyncFunc {
   ///
   /// - Returns: A function whose output is this function's result.
   public func settled() -> AsyncFunc<Input, Result<Output, any Error>> {
-    let inner = self
-    return AsyncFunc<Input, Result<Output, any Error>>(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, "settled()")
-    ) { input, token, complete in
-      inner.runNested(input, token: token) { result in
-        if case .failure(let error) = result, error is CancellationError {
-          return complete(.failure(error))
-        }
-        complete(.success(result))
-      }
+    let inner = program
+    return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
+      input, token, completion in
+      inner.start(input, token: token, sink: Settlement<Output>(completion))
     }
+  }
+}
+
+/// Where a `settled` stage's inner function reports: every outcome but cancellation becomes
+/// a value.
+private final class Settlement<Output: Sendable>: StageSink {
+  private let completion: StageCompletion
+
+  init(_ completion: StageCompletion) { self.completion = completion }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    let outcome: Result<Output, any Error> = .success(unbox(value))
+    completion.succeed(outcome)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    guard !(error is CancellationError) else { return completion.fail(error) }
+    let outcome: Result<Output, any Error> = .failure(error)
+    completion.succeed(outcome)
   }
 }

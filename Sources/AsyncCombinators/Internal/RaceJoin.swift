@@ -1,8 +1,9 @@
 import Synchronization
 
-/// Joins the runs of one `race`: the first success completes it and cancels the others;
-/// when every run has failed, the last failure completes it.
-final class RaceJoin<Output: Sendable>: Sendable {
+/// Joins the contenders of one `race`: the first success (or a contender's own cancellation)
+/// completes it and cancels the others; when every contender has failed, the last failure
+/// completes it. Contenders report to it directly, as the branches of a fork-join do.
+final class RaceJoin: StageSink {
   private struct State {
     var remaining: Int
     var isDone = false
@@ -11,48 +12,52 @@ final class RaceJoin<Output: Sendable>: Sendable {
   private let state: Locked<State>
   private let runners: CancellationToken
   private let link: CancellationToken.Registration
-  private let complete: @Sendable (Result<Output, any Error>) -> Void
+  private let completion: StageCompletion
 
-  init(
-    count: Int, token: CancellationToken,
-    complete: @escaping @Sendable (Result<Output, any Error>) -> Void
-  ) {
+  init(count: Int, token: CancellationToken, completion: StageCompletion) {
     state = Locked(State(remaining: count))
     (runners, link) = token.makeChild()
-    self.complete = complete
+    self.completion = completion
   }
 
-  /// The token the runs share; cancelled once the race is decided.
+  /// The token the contenders share; cancelled once the race is decided.
   var token: CancellationToken { runners }
 
-  /// One contender's result: a success or a cancellation decides the race, a failure only
-  /// when it is the last contender standing.
-  func deliver(_ result: Result<Output, any Error>) {
-    let decides = state.withLock { state -> Bool in
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    guard decide(counting: false) else { return }
+    finish()
+    completion.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    guard decide(counting: !(error is CancellationError)) else { return }
+    finish()
+    completion.fail(error)
+  }
+
+  /// Ends a race that stopped starting its contenders because its token was cancelled: a race
+  /// not decided by then is cancelled, since the contenders it never started cannot decide it.
+  func withdraw() {
+    guard decide(counting: false) else { return }
+    link.remove()
+    completion.fail(CancellationError())
+  }
+
+  /// Whether this result decides the race; a counted failure decides only when it is the last.
+  private func decide(counting: Bool) -> Bool {
+    state.withLock { state in
       guard !state.isDone else { return false }
-      if case .failure(let error) = result, !(error is CancellationError) {
+      if counting {
         state.remaining -= 1
         guard state.remaining == 0 else { return false }
       }
       state.isDone = true
       return true
     }
-    guard decides else { return }
-    link.remove()
-    runners.cancel()  // The losers stop; their late results find the race done.
-    complete(result)
   }
 
-  /// Ends a race that stopped starting its contenders because its token was cancelled: a race
-  /// not decided by then is cancelled, since the contenders it never started cannot decide it.
-  func withdraw() {
-    let undecided = state.withLock { state -> Bool in
-      guard !state.isDone else { return false }
-      state.isDone = true
-      return true
-    }
-    guard undecided else { return }
+  private func finish() {
     link.remove()
-    complete(.failure(CancellationError()))
+    runners.cancel()  // The losers stop; their late results find the race done.
   }
 }
