@@ -69,4 +69,37 @@ public final class OrderedQueue: Sendable {
       return job
     }
   }
+
+  /// Puts `operation` at the end of the line and awaits its result: ``submit(_:)`` for a
+  /// caller that waits, with its cancellation carried across.
+  ///
+  /// Cancelling the awaiting task cancels the operation: if it has not started, it never
+  /// starts (it completes with `CancellationError` once its predecessor has completed, and
+  /// this throws then); if it is running, its task is cancelled and this returns what it
+  /// returns. The queue's order holds either way: the operation after it still waits for it.
+  ///
+  /// Use `run` when the caller awaits the work and the work should stop when the caller
+  /// does (a screen's request, a task's step). Use `submit` when the work should go on
+  /// whatever happens to the caller, or when the caller wants the handle to keep or cancel.
+  ///
+  /// ```swift
+  /// let queue = OrderedQueue()
+  /// let waiter = Task { try await queue.run { try await upload(draft) } }
+  /// waiter.cancel()  // The upload never starts, or sees its task cancelled.
+  /// ```
+  ///
+  /// - Parameter operation: The work; it runs with no actor isolation.
+  /// - Returns: The operation's value.
+  /// - Throws: The operation's error, or `CancellationError` if it was cancelled before it
+  ///   started.
+  public func run<T: Sendable>(
+    _ operation: @escaping @Sendable () async throws -> T
+  ) async throws -> T {
+    let job = submit(operation)
+    return try await withTaskCancellationHandler {
+      try await job.value
+    } onCancel: {
+      job.cancel()
+    }
+  }
 }

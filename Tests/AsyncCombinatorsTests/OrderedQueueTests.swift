@@ -187,3 +187,72 @@ private final class Submissions: Sendable {
     #expect(try await queue.submit { 2 }.value == 2)
   }
 }
+
+/// `run` is `submit` for a caller that awaits: cancelling the caller cancels the job.
+@Suite struct OrderedQueueRunTests {
+  @Test func run_returns_the_operations_value_in_queue_order() async throws {
+    let queue = OrderedQueue()
+    let order = Locked<[String]>([])
+    let first = queue.submit { order.withLock { $0.append("first") } }
+    let second = try await queue.run {
+      order.withLock { $0.append("second") }
+      return 42
+    }
+    _ = await first.result
+    #expect(second == 42)
+    #expect(order.withLock { $0 } == ["first", "second"])
+  }
+
+  @Test func cancelling_the_waiter_before_the_job_starts_means_it_never_starts() async {
+    let queue = OrderedQueue()
+    let release = Gate()
+    let predecessor = queue.submit { await release.wait() }
+    let ran = Tally()
+    let waiter = Task { try await queue.run { ran.add() } }
+    waiter.cancel()
+    release.open()
+    let result = await waiter.result
+    _ = await predecessor.result
+    // A job queued after the cancelled one still runs, after it.
+    let after = try? await queue.run { 7 }
+    #expect(isCancellation(result))
+    #expect(ran.value == 0)
+    #expect(after == 7)
+  }
+
+  @Test func cancelling_the_waiter_while_the_job_runs_cancels_the_jobs_task() async {
+    let queue = OrderedQueue()
+    let started = Gate()
+    let sawCancellation = Gate()
+    let waiter = Task {
+      try await queue.run {
+        started.open()
+        await withTaskCancellationHandler {
+          await sawCancellation.wait()
+        } onCancel: {
+          sawCancellation.open()
+        }
+        return Task.isCancelled
+      }
+    }
+    await started.wait()
+    waiter.cancel()
+    let result = await waiter.result
+    #expect((try? result.get()) == true)
+  }
+
+  @Test func a_waiter_cancelled_before_calling_run_never_starts_the_job() async {
+    let queue = OrderedQueue()
+    let ran = Tally()
+    let gate = Gate()
+    let waiter = Task {
+      await gate.wait()
+      return try await queue.run { ran.add() }
+    }
+    waiter.cancel()
+    gate.open()
+    let result = await waiter.result
+    #expect(isCancellation(result))
+    #expect(ran.value == 0)
+  }
+}
