@@ -95,6 +95,42 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
     self.init(program: .callback(CallbackStage(shape: .stage(label), label: label, body: body)))
   }
 
+  /// Creates a function that wraps another, described as a call on it: `fetch.logged()`.
+  ///
+  /// For your own modifiers, so that descriptions and timelines show the function inside.
+  ///
+  /// ```swift
+  /// extension AsyncFunc {
+  ///   func logged() -> AsyncFunc {
+  ///     AsyncFunc(wrapping: self, call: "logged()") { input, token, complete in
+  ///       print("start", input)
+  ///       self.run(input, token: token, completion: complete)
+  ///     }
+  ///   }
+  /// }
+  /// print(AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }.logged())
+  /// // prints fetch.logged()
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - wrapped: The function the body runs, shown before the call.
+  ///   - call: How the call reads after the dot, such as `logged()`.
+  ///   - fileID: The file that made the function, for contract reports.
+  ///   - line: The line that made the function.
+  ///   - body: Starts the work, usually by running `wrapped` on `token`.
+  public init<WrappedInput, WrappedOutput>(
+    wrapping wrapped: AsyncFunc<WrappedInput, WrappedOutput>, call: String,
+    fileID: String = #fileID, line: Int = #line,
+    _ body:
+      @escaping @Sendable (
+        _ input: Input, _ token: CancellationToken, _ complete: @escaping Completion
+      ) -> Void
+  ) {
+    self.init(
+      label: Label(name: nil, fileID: fileID, line: line),
+      shape: .modified(wrapped.program, call), body: body)
+  }
+
   @inlinable
   init(
     label: Label, shape: Shape? = nil,

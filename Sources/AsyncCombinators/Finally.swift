@@ -28,6 +28,81 @@ extension AsyncFunc {
   }
 }
 
+extension AsyncFunc {
+  /// Calls `cleanup` with this function's input after this function finishes, succeeded or
+  /// failed, then delivers this function's result: `finally(_:)` with a function
+  /// for a synchronous cleanup, without lifting it first.
+  ///
+  /// ```swift
+  /// let upload = AsyncFunc<String, Int>.sync(name: "upload") { $0.count }
+  ///   .finally { file in print("done with \(file)") }
+  /// print(try await upload("a.mov"))
+  /// // prints done with a.mov
+  /// // prints 5
+  /// ```
+  ///
+  /// - Parameter cleanup: Runs after this function, with its input; a cancelled run skips it.
+  /// - Returns: A function with the same input and output.
+  public func finally(_ cleanup: @escaping @Sendable (Input) -> Void) -> AsyncFunc {
+    finally(AsyncFunc<Input, Void>.sync(name: "{ … }", cleanup))
+  }
+
+  /// Calls `body` with the input and the result of every run of this function, then passes
+  /// the result on unchanged: for per-item progress and logging.
+  ///
+  /// PromiseKit's `tap`, with the input too. `body` runs once the function is over, on the
+  /// thread that finished it; it sees failures, and the `CancellationError` of a cancelled run
+  /// once the body that was running has called back.
+  ///
+  /// ```swift
+  /// let upload = AsyncFunc<String, Int>.sync(name: "upload") { $0.count }
+  ///   .tap { file, result in print(file, result) }
+  /// _ = try await upload("a.mov")
+  /// // prints a.mov success(5)
+  /// ```
+  ///
+  /// - Parameter body: Sees each run's input and result.
+  /// - Returns: A function with the same input and output.
+  public func tap(
+    _ body: @escaping @Sendable (Input, Result<Output, any Error>) -> Void
+  ) -> AsyncFunc {
+    let inner = program
+    let observe: @Sendable (AnyValue, AnyResult) -> Void = { input, result in
+      body(unbox(input), result.map { unbox($0) })
+    }
+    return AsyncFunc(modifying: inner, call: "tap { … }") { input, token, completion in
+      inner.start(input, token: token, sink: Tap(completion, input, observe))
+    }
+  }
+}
+
+/// Where a `tap` stage's inner function reports: the body sees the result on its way through.
+private final class Tap: StageSink {
+  private let completion: StageCompletion
+  private let input: AnyValue
+  private let observe: @Sendable (AnyValue, AnyResult) -> Void
+
+  init(
+    _ completion: StageCompletion, _ input: AnyValue,
+    _ observe: @escaping @Sendable (AnyValue, AnyResult) -> Void
+  ) {
+    self.completion = completion
+    self.input = input
+    self.observe = observe
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    let value = value
+    observe(input, .success(value))
+    completion.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    observe(input, .failure(error))
+    completion.fail(error)
+  }
+}
+
 /// Where a `finally` stage's two functions report: the inner one as branch 0, then the
 /// cleanup as branch 1, which delivers the inner result unless only the cleanup failed.
 ///

@@ -20,11 +20,14 @@ extension AsyncFunc {
   /// // prints ["a.mp4", "b.mp4"]
   /// ```
   ///
-  /// - Parameter n: The most runs in flight at once; at least 1.
+  /// - Parameters:
+  ///   - n: The most runs in flight at once; at least 1.
+  ///   - file: The caller's file, named when `n` is out of range.
+  ///   - line: The caller's line, named when `n` is out of range.
   /// - Returns: A function with the same input and output, gated.
   /// - Complexity: O(1) amortized per run to enter and leave the gate.
-  public func limit(_ n: Int) -> AsyncFunc {
-    precondition(n >= 1, "limit(\(n)): the limit must be at least 1")
+  public func limit(_ n: Int, file: StaticString = #fileID, line: UInt = #line) -> AsyncFunc {
+    precondition(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
     let gate = Admission(limit: n)
     let inner = program
     return AsyncFunc(modifying: inner, call: "limit(\(n))") { input, token, completion in

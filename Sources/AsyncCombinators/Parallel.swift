@@ -44,7 +44,7 @@ public func parallel<Input: Sendable, each Output: Sendable>(
   for function in repeat each functions { programs.append(function.program) }
   let label = Label(name: nil, fileID: #fileID, line: #line)
   return AsyncFunc(
-    program: ForkJoin.stage(programs, label: label) { values in
+    program: ForkJoin.stage(programs, label: label, spelling: .tuple) { values in
       var index = 0
       func next<Element>(_: Element.Type) -> Element {
         defer { index += 1 }
@@ -71,7 +71,8 @@ extension AsyncFunc {
   public static func parallel(_ functions: [AsyncFunc]) -> AsyncFunc<Input, [Output]> {
     let label = Label(name: nil, fileID: #fileID, line: #line)
     return AsyncFunc<Input, [Output]>(
-      program: ForkJoin.stage(functions.map(\.program), label: label) { values in
+      program: ForkJoin.stage(functions.map(\.program), label: label, spelling: .array) {
+        values in
         values.map { unbox($0, as: Output.self) }
       })
   }

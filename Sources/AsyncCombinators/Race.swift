@@ -20,11 +20,17 @@ extension AsyncFunc {
   /// // prints mirror2/swift.tar.gz
   /// ```
   ///
-  /// - Parameter functions: The contenders; at least one.
+  /// - Parameters:
+  ///   - functions: The contenders; at least one.
+  ///   - file: The caller's file, named when `functions` is empty.
+  ///   - line: The caller's line, named when `functions` is empty.
   /// - Returns: A function with the contenders' input and output.
   /// - Complexity: Starts all *n* functions at once; O(*n*) to start, O(1) per result.
-  public static func race(_ functions: [AsyncFunc]) -> AsyncFunc {
-    precondition(!functions.isEmpty, "race([]): a race needs at least one function")
+  public static func race(
+    _ functions: [AsyncFunc], file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc {
+    precondition(
+      !functions.isEmpty, "race([]): a race needs at least one function", file: file, line: line)
     let name = "race(\(functions.map(\.description).joined(separator: ", ")))"
     let contenders = functions.map(\.program)
     return AsyncFunc(label: Label(name: name, fileID: #fileID, line: #line)) {

@@ -27,6 +27,56 @@ extension AsyncFunc {
   }
 }
 
+extension AsyncFunc {
+  /// Recovers asynchronously: when this function fails, `fallback` gets the error and its
+  /// result is the result, as part of the same run (cancelling the run cancels the fallback).
+  ///
+  /// PromiseKit's promise-returning `recover`. `CancellationError` is not a failure: it is
+  /// never handed to the fallback.
+  ///
+  /// ```swift
+  /// let primary = AsyncFunc<String, String>.sync(name: "primary") { _ in throw Outage() }
+  /// let mirror = AsyncFunc<any Error, String>.sync(name: "mirror") { _ in "from the mirror" }
+  /// let fetch = primary.recover(with: mirror)
+  /// print(fetch)
+  /// print(try await fetch("a.txt"))
+  /// // prints primary.recover(with: mirror)
+  /// // prints from the mirror
+  /// ```
+  ///
+  /// - Parameter fallback: Runs with the error; its success is the output, its failure the
+  ///   new failure.
+  /// - Returns: A function with the same input and output.
+  public func recover(with fallback: AsyncFunc<any Error, Output>) -> AsyncFunc {
+    let (inner, fallback) = (program, fallback.program)
+    return AsyncFunc(modifying: inner, call: "recover(with: \(fallback.structure))") {
+      input, token, completion in
+      inner.start(input, token: token, sink: Fallback(completion, fallback, token))
+    }
+  }
+}
+
+/// Where a `recover(with:)` stage's inner function reports: a failure other than cancellation
+/// starts the fallback, which reports to the stage's own completion.
+private final class Fallback: StageSink {
+  private let completion: StageCompletion
+  private let fallback: Program
+  private let token: CancellationToken
+
+  init(_ completion: StageCompletion, _ fallback: Program, _ token: CancellationToken) {
+    self.completion = completion
+    self.fallback = fallback
+    self.token = token
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { completion.succeed(value) }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    guard !(error is CancellationError) else { return completion.fail(error) }
+    fallback.start(error, token: token, sink: completion)
+  }
+}
+
 /// Where a `recover` stage's inner function reports: a failure other than cancellation goes
 /// through the transform.
 private final class Recovery: StageSink {

@@ -53,3 +53,40 @@ import Testing
     #expect("\(upload.finally(progress))" == "upload.finally(progress)")
   }
 }
+
+@Suite struct FinallyClosureAndTapTests {
+  @Test func the_closure_form_runs_with_the_input_after_success_and_failure() async {
+    let seen = Locked<[Int]>([])
+    let fine = AsyncFunc<Int, Int>.sync { $0 }.finally { input in seen.withLock { $0.append(input) }
+    }
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(1) }
+      .finally { input in seen.withLock { $0.append(input) } }
+    #expect((try? await runToCompletion(fine, 1).get()) == 1)
+    #expect(await runToCompletion(failing, 2).failure as? TestError == TestError(1))
+    #expect(seen.withLock { $0 } == [1, 2])
+  }
+
+  @Test func tap_sees_input_and_result_and_passes_the_result_on() async {
+    let seen = Locked<[String]>([])
+    let parse = AsyncFunc<String, Int>.sync(name: "parse") { text in
+      guard let number = Int(text) else { throw TestError(9) }
+      return number
+    }.tap { input, result in
+      seen.withLock { $0.append("\(input):\((try? result.get()).map(String.init) ?? "failed")") }
+    }
+    #expect((try? await runToCompletion(parse, "12").get()) == 12)
+    #expect(await runToCompletion(parse, "x").failure as? TestError == TestError(9))
+    #expect(seen.withLock { $0 } == ["12:12", "x:failed"])
+    #expect("\(parse)" == "parse.tap { … }")
+  }
+
+  @Test func a_wrapper_made_with_the_public_initializer_shows_what_it_wraps() async throws {
+    let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 + 1 }
+    let logged = AsyncFunc<Int, Int>(wrapping: fetch, call: "logged()") { input, token, complete in
+      fetch.run(input, token: token, completion: complete)
+    }
+    #expect("\(logged)" == "fetch.logged()")
+    #expect("\(logged +> fetch)" == "fetch.logged() +> fetch")
+    #expect(try await logged(1) == 2)
+  }
+}

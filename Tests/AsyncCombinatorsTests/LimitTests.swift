@@ -95,10 +95,14 @@ import Testing
     #expect("\(export.limit(1))" == "export.limit(1)")
   }
 
-  @Test func a_limit_below_one_is_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) {
-      _ = AsyncFunc<Int, Int>.identity.limit(0)
-    }
+  @Test func a_limit_below_one_is_a_precondition_failure_naming_the_callers_line() async throws {
+    let result = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.identity.limit(0)
+      })
+    let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("limit(0): the limit must be at least 1"))
+    #expect(message.contains("LimitTests.swift"))
   }
 }
 

@@ -90,6 +90,20 @@ private final class Witness: Sendable {}
     #expect(String(describing: parallel(f, g)) == String(describing: f <> g))
   }
 
+  @Test func spellings_with_different_output_types_describe_differently() {
+    let u = AsyncFunc<Int, Int>.sync(name: "u") { $0 }
+    let a = AsyncFunc<Int, Int>.sync(name: "a") { $0 }
+    let f = AsyncFunc<Int, Int>.sync(name: "f") { $0 }
+    #expect(String(describing: u <> a <> f) == "u <> a <> f")
+    #expect(String(describing: parallel(u, a, f)) == "parallel(u, a, f)")
+    #expect(String(describing: AsyncFunc.parallel([u, a, f])) == "parallel([u, a, f])")
+    #expect(String(describing: u <> (a <> f)) == "u <> (a <> f)")
+  }
+
+  @Test func an_empty_parallel_fold_describes_as_one() {
+    #expect(String(describing: AsyncFunc<Int, Int>.parallel([])) == "parallel([])")
+  }
+
   @Test func first_failure_completes_at_once_and_cancels_the_other_side() async {
     for failingSide in [0, 1] {
       let parked = ParkedCompletion<Int>()

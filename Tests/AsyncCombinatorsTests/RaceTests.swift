@@ -72,9 +72,13 @@ import Testing
     #expect("\(AsyncFunc.race([a, b]))" == "race(mirror1, mirror2)")
   }
 
-  @Test func an_empty_race_is_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) {
-      _ = AsyncFunc<Int, Int>.race([])
-    }
+  @Test func an_empty_race_is_a_precondition_failure_naming_the_callers_line() async throws {
+    let result = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.race([])
+      })
+    let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("race([]): a race needs at least one function"))
+    #expect(message.contains("RaceTests.swift"))
   }
 }

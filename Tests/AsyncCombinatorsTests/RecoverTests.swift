@@ -30,3 +30,63 @@ import Testing
     #expect("\(fetch.recover { _ in 0 })" == "fetch.recover { … }")
   }
 }
+
+/// `recover(with:)`: the fallback is a function, run as part of the same run.
+@Suite struct RecoverWithTests {
+  @Test func a_failure_runs_the_fallback_with_the_error() async throws {
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(3) }
+    let fallback = AsyncFunc<any Error, Int>.async { ($0 as! TestError).id * 100 }
+    #expect(try await failing.recover(with: fallback)(0) == 300)
+  }
+
+  @Test func a_success_never_starts_the_fallback() async throws {
+    let started = Tally()
+    let fallback = AsyncFunc<any Error, Int>.sync { _ in
+      started.add()
+      return 0
+    }
+    #expect(try await AsyncFunc<Int, Int>.sync { $0 }.recover(with: fallback)(4) == 4)
+    #expect(started.value == 0)
+  }
+
+  @Test func the_fallbacks_failure_is_the_new_failure() async {
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(1) }
+    let fallback = AsyncFunc<any Error, Int>.sync { _ in throw TestError(2) }
+    let result = await runToCompletion(failing.recover(with: fallback), 0)
+    #expect(result.failure as? TestError == TestError(2))
+  }
+
+  @Test func cancellation_never_reaches_the_fallback() async {
+    let started = Tally()
+    let cancelling = AsyncFunc<Int, Int>.sync { _ in throw CancellationError() }
+    let fallback = AsyncFunc<any Error, Int>.sync { _ in
+      started.add()
+      return 0
+    }
+    let result = await runToCompletion(cancelling.recover(with: fallback), 0)
+    #expect(isCancellation(result))
+    #expect(started.value == 0)
+  }
+
+  @Test func cancelling_the_run_cancels_a_running_fallback() async {
+    let parking = Parking<any Error, Int>()
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(1) }
+    let finished = Gate()
+    let token = failing.recover(with: parking.function).run(0) { result in
+      #expect(isCancellation(result))
+      finished.open()
+    }
+    await parking.waitForStarts(1)
+    token.cancel()
+    await finished.wait()
+    let parked = parking.takeAll()
+    #expect(parked[0].token.isCancelled)
+    parked[0].complete(.success(1))  // Too late: dropped.
+  }
+
+  @Test func description_names_the_fallback() {
+    let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }
+    let mirror = AsyncFunc<any Error, Int>.sync(name: "mirror") { _ in 0 }
+    #expect("\(fetch.recover(with: mirror))" == "fetch.recover(with: mirror)")
+  }
+}

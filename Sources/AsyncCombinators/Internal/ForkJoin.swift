@@ -57,11 +57,12 @@ final class ForkJoin: StageSink, @unchecked Sendable {
   /// in branch order (every element is non-`nil` by then).
   @usableFromInline
   static func stage(
-    _ programs: [Program], label: Label,
+    _ programs: [Program], label: Label, spelling: ParallelSpelling = .pairOperator,
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) -> Program {
     .callback(
-      CallbackStage(shape: .parallel(programs), label: label) { input, token, completion in
+      CallbackStage(shape: .parallel(programs, spelling), label: label) {
+        input, token, completion in
         start(programs, input: input, token: token, completion: completion, assemble: assemble)
       })
   }

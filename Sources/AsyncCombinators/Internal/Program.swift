@@ -31,11 +31,24 @@ enum Shape: Sendable {
   case stage(Label)
   /// Plumbing that adds nothing a reader needs to see (the constant stage of `bind`).
   case hidden
-  /// Branches that run at once (`<>`, `parallel`).
-  case parallel([Program])
+  /// Branches that run at once, and how the code that made them spelled it: `<>` pairs, while
+  /// `parallel(a, b, c)` and `AsyncFunc.parallel([a, b, c])` have other output types, so each
+  /// describes as written.
+  case parallel([Program], ParallelSpelling)
   /// An operation applied to one inner function, shown as the call that made it:
   /// `fetch.retry(2)`, `(a +> b).timeout(.seconds(1))`.
   case modified(Program, String)
+}
+
+/// How a fork-join was written, for its description.
+@usableFromInline
+enum ParallelSpelling: Sendable {
+  /// `a <> b`: a pair.
+  case pairOperator
+  /// `parallel(a, b, c)`: a flat tuple.
+  case tuple
+  /// `AsyncFunc.parallel([a, b, c])`: an array.
+  case array
 }
 
 /// The erased form of every ``AsyncFunc``: a tree the interpreter in `Run` walks with an
@@ -135,12 +148,14 @@ final class DirectStage: Sendable {
 ///
 /// The interpreter only ever hands a stage the output of the stage before it, so the dynamic
 /// type is `Value` by construction. Opening the existential and reinterpreting skips the
-/// general-purpose `as!` machinery, which costs more than a whole synchronous stage; debug
-/// builds still check the type.
+/// general-purpose `as!` machinery, which costs more than a whole synchronous stage. The one
+/// exception is a `Value` that is itself an existential, such as the `any Error` a
+/// `recover(with:)` fallback takes: boxing opens it to the concrete type inside, so that case
+/// (told apart by one comparison of type metadata) takes the checked cast.
 @inlinable
 func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
   func open<Contained>(_ contained: Contained) -> Value {
-    assert(Contained.self == Value.self, "AsyncCombinators: stage got \(Contained.self)")
+    guard Contained.self == Value.self else { return contained as! Value }
     return unsafeBitCast(contained, to: Value.self)
   }
   return open(value)

@@ -24,13 +24,20 @@ extension Program {
       return label.display
     case .hidden:
       return "identity"
-    case .parallel(let branches):
+    case .parallel(let branches, .tuple) where branches.count != 2:
+      return "parallel(\(branches.map { $0.describe(in: .top) }.joined(separator: ", ")))"
+    case .parallel(let branches, .pairOperator), .parallel(let branches, .tuple):
+      // Two functions make the same pair either way: `parallel(a, b)` is `a <> b`.
       let text = branches.enumerated().map { index, branch in
-        // `<>` is left-associative: a parallel on the left needs no parentheses.
-        if index == 0, case .parallel = branch.shape { return branch.describe(in: .top) }
+        // `<>` is left-associative: a pair on the left needs no parentheses.
+        if index == 0, case .parallel(let inner, .pairOperator) = branch.shape, inner.count == 2 {
+          return branch.describe(in: .top)
+        }
         return branch.describe(in: .parallelElement)
       }.joined(separator: " <> ")
       return context == .top ? text : "(\(text))"
+    case .parallel(let branches, .array):
+      return "parallel([\(branches.map { $0.describe(in: .top) }.joined(separator: ", "))])"
     case .modified(let inner, let call):
       return "\(inner.describe(in: .modifierBase)).\(call)"
     }
