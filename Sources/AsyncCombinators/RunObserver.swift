@@ -10,8 +10,18 @@ import Synchronization
 public protocol RunObserver: AnyObject, Sendable {
   /// A stage is about to start, on the current thread.
   func stageStarted(_ stage: StageRecord)
-  /// The stage completed, on the thread that completed it.
+  /// The stage completed, on the thread that completed it; or its run cancelled it, on the
+  /// cancelling thread, with `.cancelled`.
   func stageEnded(_ stage: StageRecord, outcome: StageOutcome)
+  /// A stage that its run had already cancelled called back anyway, on the calling thread: the
+  /// library ignored the call. Its ``stageEnded(_:outcome:)`` came before, at the
+  /// cancellation.
+  func stageCalledBackAfterCancellation(_ stage: StageRecord)
+}
+
+extension RunObserver {
+  /// Ignores late calls: an observer that does not draw them need not implement this.
+  public func stageCalledBackAfterCancellation(_ stage: StageRecord) {}
 }
 
 /// How a stage ended, as seen by a ``RunObserver``.
@@ -37,11 +47,15 @@ public struct StageRecord: Sendable, Hashable {
 }
 
 /// Pairs a stage's start with its end for an observer.
+///
+/// A callback stage ends either when it calls back or when its run cancels it, whichever comes
+/// first; the other, if it comes, is a late call (or nothing, for a cancellation after the end).
 final class StageEvent: Sendable {
   private static let nextID = Atomic<UInt64>(0)
 
   let record: StageRecord
   let observer: any RunObserver
+  private let ended = Atomic<Bool>(false)
 
   private init(record: StageRecord, observer: any RunObserver) {
     self.record = record
@@ -56,7 +70,19 @@ final class StageEvent: Sendable {
     return event
   }
 
+  /// The stage's own end: it completed, or failed.
   func end(_ outcome: StageOutcome) {
-    observer.stageEnded(record, outcome: outcome)
+    if ended.exchange(true, ordering: .acquiringAndReleasing) {
+      observer.stageCalledBackAfterCancellation(record)
+    } else {
+      observer.stageEnded(record, outcome: outcome)
+    }
+  }
+
+  /// The run cancelled the stage while it was running: that is when it ends, for a reader of
+  /// the timeline, even if its body ignores the token and calls back later.
+  func cancelled() {
+    guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    observer.stageEnded(record, outcome: .cancelled)
   }
 }

@@ -39,6 +39,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     public var failed: Bool { outcome == .failed }
     /// Whether the stage completed with `CancellationError`.
     public var cancelled: Bool { outcome == .cancelled }
+    /// When a stage that its run had cancelled called back anyway, in monotonic nanoseconds:
+    /// the call the library ignored. `nil` if it never did (or was not cancelled).
+    public var ignoredCallback: UInt64?
     /// The dispatch queue label, or `thread 0x…`, where the stage started.
     public let startedOn: String
     /// Where the stage completed; `nil` while it is running.
@@ -58,6 +61,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     var spans: [Span] = []
     /// Where each running stage's span sits in `spans`, by ``StageRecord/id``.
     var running: [UInt64: Int] = [:]
+    /// Where each stage cancelled by its run sits, until it calls back (if it ever does).
+    var cancelled: [UInt64: Int] = [:]
   }
 
   private let state = Locked(State())
@@ -93,6 +98,16 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       state.spans[index].end = now
       state.spans[index].outcome = outcome
       state.spans[index].endedOn = executor
+      if outcome == .cancelled { state.cancelled[stage.id] = index }
+    }
+  }
+
+  /// Records that a stage its run had cancelled called back anyway, and was ignored.
+  public func stageCalledBackAfterCancellation(_ stage: StageRecord) {
+    let now = DispatchTime.now().uptimeNanoseconds
+    state.withLock { state in
+      guard let index = state.cancelled.removeValue(forKey: stage.id) else { return }
+      state.spans[index].ignoredCallback = now
     }
   }
 
@@ -105,8 +120,10 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   ///
   /// Stages composed with `+>` show as steps (each bar starts where the one before ended);
   /// stages composed with `<>` show as bars that overlap. Each row ends with the duration
-  /// and where the stage started and, when different, completed. A failed stage is drawn
-  /// with `▓`, a cancelled one with `▒`, one still running with `░`.
+  /// and where the stage started and, when different, completed. A stage that succeeded is
+  /// drawn with `█`, a failed one with `▓`, a cancelled one with `▒` (ending when its run
+  /// cancelled it), one still running with `░`; `×` marks the moment a cancelled stage called
+  /// back anyway, a call the run ignored.
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -137,14 +154,17 @@ public final class Timeline: RunObserver, CustomStringConvertible {
         case .cancelled: "▒"
         case .succeeded: "█"
         }
-      let bar =
+      var bar = Array(
         String(repeating: " ", count: from) + String(repeating: fill, count: to - from)
-        + String(repeating: " ", count: width - to)
+          + String(repeating: " ", count: width - to))
+      if let ignored = span.ignoredCallback {
+        bar[min(max(scale.column(ignored, width), to), width - 1)] = "×"
+      }
       let duration = span.duration.map { Scale.milliseconds($0) + " ms" } ?? "running"
       var place = span.startedOn
       if let endedOn = span.endedOn, endedOn != span.startedOn { place += " → " + endedOn }
       lines.append(
-        span.name.padding(to: nameWidth) + " |" + bar + "| "
+        span.name.padding(to: nameWidth) + " |" + String(bar) + "| "
           + duration.leftPadding(to: 9) + "  " + place)
     }
     return lines.joined(separator: "\n")
@@ -241,7 +261,7 @@ private struct Scale {
 
   init(_ spans: [Timeline.Span]) {
     first = spans.map(\.start).min() ?? 0
-    last = spans.map { $0.end ?? $0.start }.max() ?? first
+    last = spans.map { max($0.end ?? $0.start, $0.ignoredCallback ?? 0) }.max() ?? first
   }
 
   /// Rounds down, so a stage that starts when another ends never starts left of its end.

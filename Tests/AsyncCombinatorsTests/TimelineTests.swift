@@ -78,6 +78,32 @@ import Testing
     #expect(outcomes == ["waits": .cancelled, "boom": .failed])
   }
 
+  @Test func a_sibling_ignoring_its_token_ends_when_cancelled_and_its_late_call_is_ignored()
+    async throws
+  {
+    struct Boom: Error {}
+    let parked = ParkedCompletion<Int>()
+    let ignores = AsyncFunc<Int, Int>(name: "ignores") { _, complete in parked.park(complete) }
+    let boom = AsyncFunc<Int, Int>.sync(name: "boom") { _ in throw Boom() }
+    let (result, timeline) = await (ignores <> boom).traced(1)
+    #expect(throws: Boom.self) { try result.get() }
+    let cancelled = try #require(timeline.spans.first { $0.name == "ignores" })
+    #expect(cancelled.outcome == .cancelled)
+    #expect(cancelled.end != nil)
+    #expect(cancelled.ignoredCallback == nil)
+    parked.complete(.success(1))  // The body calls back after all: the run ignores it.
+    let late = try #require(timeline.spans.first { $0.name == "ignores" })
+    #expect(late.outcome == .cancelled)
+    #expect(late.end == cancelled.end)
+    let ignoredAt = try #require(late.ignoredCallback)
+    #expect(ignoredAt >= cancelled.end!)
+    let row = try #require(
+      timeline.renderGantt(width: 20).split(separator: "\n").first {
+        $0.hasPrefix("ignores")
+      })
+    #expect(row.contains("▒") && row.contains("×") && !row.contains("░"))
+  }
+
   @Test func records_the_queue_a_stage_started_and_ended_on() async {
     let start = DispatchQueue(label: "timeline.start")
     let finish = DispatchQueue(label: "timeline.finish")

@@ -89,7 +89,7 @@ final class ForkJoin: StageSink, @unchecked Sendable {
           break
         }
         let completion = StageCompletion(
-          sink: join, branch: index, stage: stage, observer: branches.observer, counted: counted)
+          sink: join, branch: index, stage: stage, token: branches, counted: counted)
         stage.body(input, branches, completion)
       } else {
         if branches.isCancelled { break }  // A branch failed already: start no more.

@@ -17,7 +17,7 @@ extension Program {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
       let completion = StageCompletion(
-        sink: sink, branch: branch, stage: stage, observer: token.observer, counted: counted)
+        sink: sink, branch: branch, stage: stage, token: token, counted: counted)
       stage.body(input, token, completion)
     case .direct(let stage):
       if token.isCancelled { return sink.stageFailed(CancellationError(), branch: branch) }

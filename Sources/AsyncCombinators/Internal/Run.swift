@@ -185,11 +185,11 @@ final class Run: StageSink, @unchecked Sendable {
         swap(&baton.pointee.parked, &position)
         var completion: StageCompletion
         if let recycled = spare.take() {
-          recycled.recycle(for: stage, counted: counted)
+          recycled.recycle(for: stage, token: token, counted: counted)
           completion = recycled
         } else {
           completion = StageCompletion(
-            sink: self, branch: 0, stage: stage, observer: token.observer, counted: counted)
+            sink: self, branch: 0, stage: stage, token: token, counted: counted)
         }
         drivingThread.store(currentThreadID(), ordering: .relaxed)
         stage.body(value, token, completion)
@@ -297,25 +297,46 @@ final class StageCompletion: @unchecked Sendable {
   /// released uncalled.
   private var counted: InFlightWork?
 
+  /// While traced: the handler that ends the stage's event when its run is cancelled.
+  private var cancelWatch: CancellationToken.Registration?
+
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
   init(
-    sink: any StageSink, branch: Int, stage: CallbackStage, observer: (any RunObserver)?,
+    sink: any StageSink, branch: Int, stage: CallbackStage, token: CancellationToken,
     counted: InFlightWork?
   ) {
     self.sink = sink
     self.branch = branch
     self.stage = stage
-    self.observer = observer
+    observer = token.observer
     self.counted = counted
-    if let observer { event = StageEvent.begin(stage.shape, observer) }
+    if observer != nil { beginEvent(token) }
   }
 
   /// Readies a completion whose previous stage completed and whose closure is gone.
-  fileprivate func recycle(for stage: CallbackStage, counted: InFlightWork?) {
+  fileprivate func recycle(
+    for stage: CallbackStage, token: CancellationToken, counted: InFlightWork?
+  ) {
     self.stage = stage
     self.counted = counted
-    if let observer { event = StageEvent.begin(stage.shape, observer) }
+    if observer != nil { beginEvent(token) }
     called.store(false, ordering: .relaxed)
+  }
+
+  private func beginEvent(_ token: CancellationToken) {
+    guard let observer, let event = StageEvent.begin(stage.shape, observer) else {
+      event = nil
+      return
+    }
+    self.event = event
+    cancelWatch = token.onCancel { event.cancelled() }
+  }
+
+  /// Ends the traced event with the stage's own outcome.
+  private func endEvent(_ outcome: StageOutcome) {
+    guard let event else { return }
+    cancelWatch.take()?.remove()
+    event.end(outcome)
   }
 
   /// Whether the stage has completed, read by the loop once it holds the only reference and
@@ -337,7 +358,7 @@ final class StageCompletion: @unchecked Sendable {
   @usableFromInline
   func succeed(_ value: consuming AnyValue) {
     guard claim() else { return }
-    event?.end(.succeeded)
+    endEvent(.succeeded)
     counted?.leave()
     sink.stageSucceeded(value, branch: branch)
   }
@@ -345,7 +366,7 @@ final class StageCompletion: @unchecked Sendable {
   @usableFromInline
   func fail(_ error: any Error) {
     guard claim() else { return }
-    event?.end(StageOutcome(error))
+    endEvent(StageOutcome(error))
     counted?.leave()
     sink.stageFailed(error, branch: branch)
   }
@@ -376,6 +397,7 @@ final class StageCompletion: @unchecked Sendable {
     let (sink, branch) = (sink, branch)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let event = event
+    cancelWatch?.remove()
     counted?.leave()  // Released uncalled: the body is over as far as any limit is concerned.
     DispatchQueue.global().async {
       event?.end(.failed)

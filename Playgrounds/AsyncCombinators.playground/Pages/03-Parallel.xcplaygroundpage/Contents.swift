@@ -63,7 +63,7 @@ example("a failing branch cancels its sibling") {
   print(result)
   print(timeline.renderGantt(width: 30))
   // prints failure(profile service down)
-  // prints both bars ending at 5 ms; ▓ marks a failed or cancelled stage
+  // prints both bars ending at 5 ms: ▓ marks the failed stage, ▒ the cancelled one
 }
 /*:
  ## Why the join needs a lock
