@@ -11,7 +11,7 @@ import Dispatch
 // what the builder cannot: bodies with `return`, or an explicit `() -> T in` signature.
 // <doc:Performance> has the measurements of every shape tried.
 
-/// Builds the body of ``firstly(on:_:)`` and of the two-body `when` into a promise.
+/// Builds the body of `firstly` and of the two-body `when` into a promise.
 ///
 /// You do not use it by name: a one-expression body such as `{ 7 }` becomes a promise of its
 /// value, and a body that is a promise, such as `{ when(a, b) }`, is that promise. A body
@@ -118,7 +118,7 @@ public func firstly<T>(
 /// Runs both bodies at once, each on `queue` (a global one when `nil`); the value is the pair.
 ///
 /// No thread waits for the other body: the pair completes when the slower body finishes.
-/// A body that returns a promise is flattened, as in ``firstly(on:_:)``.
+/// A body that returns a promise is flattened, as in `firstly`.
 ///
 /// ```swift
 /// print(try await when({ "avatar" }, { 7 }).value)
