@@ -26,6 +26,7 @@ public struct Promise<Value: Sendable>: Sendable {
   /// Runs `body` on the chain's value once the chain so far has succeeded.
   ///
   /// A throw fails the chain: the later `then` blocks are skipped and ``error(on:_:)`` runs.
+  /// A block that returns a promise goes to ``flatMap(on:_:)`` instead.
   ///
   /// ```swift
   /// print(try await firstly { 2 }.then { $0 * 21 }.value)
@@ -44,15 +45,20 @@ public struct Promise<Value: Sendable>: Sendable {
 
   /// Runs `body` on the chain's value, then the promise it returns: the result is flattened.
   ///
-  /// The returned promise runs as part of the same run, so cancelling cancels it too.
+  /// The returned promise runs as part of the same run, so cancelling cancels it too. This is
+  /// `then` for a block that returns a promise; each has one overload, so a chain of them
+  /// type-checks in time linear in its length (see <doc:Performance>).
   ///
   /// ```swift
-  /// print(try await firstly { 2 }.then { x in when(firstly { x }, firstly { x + 1 }) }.value)
+  /// print(try await firstly { 2 }.flatMap { x in when(firstly { x }, firstly { x + 1 }) }.value)
   /// // prints (2, 3)
   /// ```
   ///
+  /// - Parameters:
+  ///   - queue: Where `body` runs; a global queue when `nil`.
+  ///   - body: Turns the value into the promise whose value comes next.
   /// - Returns: A new chain whose value is the value of the promise `body` returns.
-  public func then<U>(
+  public func flatMap<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> Promise<U>
   ) -> Promise<U> {
     Promise<U>(chain +> .block(on: queue, body) +> .flatten)
@@ -109,51 +115,33 @@ public struct Promise<Value: Sendable>: Sendable {
   }
 }
 
-/// Starts a chain with `body`, which runs on `queue` (a global one when `nil`).
-///
-/// ```swift
-/// let answer = firstly { 6 * 7 }
-/// print(try await answer.value)
-/// // prints 42
-/// ```
-public func firstly<T>(
-  on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () throws -> T
-) -> Promise<T> {
-  Promise.start.then(on: queue) { _ in try body() }
-}
-
-/// Starts a chain with the promise `body` returns, as in `firstly { when(a, b) }`.
-public func firstly<T>(
-  on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () throws -> Promise<T>
-) -> Promise<T> {
-  Promise.start.then(on: queue) { _ in try body() }
-}
-
-/// Runs both bodies at once, each on `queue` (a global one when `nil`); the value is the pair.
-///
-/// No thread waits for the other body: the pair completes when the slower body finishes.
-///
-/// ```swift
-/// print(try await when({ "avatar" }, { 7 }).value)
-/// // prints ("avatar", 7)
-/// ```
-public func when<A, B>(
-  on queue: DispatchQueue? = nil, _ a: @escaping @Sendable () throws -> A,
-  _ b: @escaping @Sendable () throws -> B
-) -> Promise<(A, B)> {
-  when(firstly(on: queue, a), firstly(on: queue, b))
-}
-
 /// Runs both promises at once; the value is the pair of their values.
 public func when<A, B>(_ a: Promise<A>, _ b: Promise<B>) -> Promise<(A, B)> {
   Promise<(A, B)>(a.chain <> b.chain)
 }
 
-/// Runs three or more promises at once; the value is the tuple of their values.
-public func when<A, B, C, each D>(
-  _ a: Promise<A>, _ b: Promise<B>, _ c: Promise<C>, _ d: repeat Promise<each D>
-) -> Promise<(A, B, C, repeat each D)> {
-  Promise<(A, B, C, repeat each D)>(parallel(a.chain, b.chain, c.chain, repeat (each d).chain))
+/// Runs three promises at once; the value is the triple of their values.
+public func when<A, B, C>(_ a: Promise<A>, _ b: Promise<B>, _ c: Promise<C>) -> Promise<(A, B, C)> {
+  Promise<(A, B, C)>(parallel(a.chain, b.chain, c.chain))
+}
+
+/// Runs four promises at once; the value is the tuple of their values.
+public func when<A, B, C, D>(
+  _ a: Promise<A>, _ b: Promise<B>, _ c: Promise<C>, _ d: Promise<D>
+) -> Promise<(A, B, C, D)> {
+  Promise<(A, B, C, D)>(parallel(a.chain, b.chain, c.chain, d.chain))
+}
+
+/// Runs five or more promises at once; the value is the tuple of their values.
+///
+/// Three and four promises have overloads of their own: a parameter pack is much slower to
+/// type-check at the head of a long chain (see <doc:Performance>).
+public func when<A, B, C, D, E, each F>(
+  _ a: Promise<A>, _ b: Promise<B>, _ c: Promise<C>, _ d: Promise<D>, _ e: Promise<E>,
+  _ f: repeat Promise<each F>
+) -> Promise<(A, B, C, D, E, repeat each F)> {
+  Promise<(A, B, C, D, E, repeat each F)>(
+    parallel(a.chain, b.chain, c.chain, d.chain, e.chain, repeat (each f).chain))
 }
 
 /// Runs every promise at once; the values keep the array's order. The first failure fails
@@ -164,13 +152,13 @@ public func when<T>(_ promises: [Promise<T>]) -> Promise<[T]> {
 
 extension Promise where Value == Void {
   /// The empty chain: `firstly` is a `then` on it.
-  fileprivate static var start: Promise { Promise(.identity) }
+  static var start: Promise { Promise(.identity) }
 }
 
 extension AsyncFunc {
   /// A stage that runs a synchronous body on `queue` (a global one by default); it skips the
   /// body when the run was cancelled while it waited for the queue.
-  fileprivate static func block(
+  static func block(
     on queue: DispatchQueue?, _ body: @escaping @Sendable (Input) throws -> Output
   ) -> AsyncFunc {
     AsyncFunc(name: "then") { input, token, complete in
@@ -183,7 +171,7 @@ extension AsyncFunc {
 
 extension AsyncFunc where Input == Promise<Output> {
   /// A stage that runs the promise it receives, as part of the same run.
-  fileprivate static var flatten: AsyncFunc {
+  static var flatten: AsyncFunc {
     AsyncFunc(name: "flatten") { promise, token, complete in
       promise.chain.run((), token: token, completion: complete)
     }

@@ -163,10 +163,11 @@ private struct Failure: Error, Equatable {
     #expect(!token.isCancelled)
   }
 
-  @Test func then_returning_a_promise_is_flattened() async throws {
-    let flat = try await firstly { 2 }.then { x in firstly { x * 10 } }.value
-    #expect(flat == 20)
-    let pair = try await firstly { 1 }.then { x in when(firstly { x }, firstly { "\(x + 1)" }) }
+  @Test func flatMap_flattens_the_promise_its_block_returns() async throws {
+    let flat = try await firstly { 2 }.flatMap { x in firstly { x * 10 } }.then { $0 + 1 }.value
+    #expect(flat == 21)
+    let pair = try await firstly { 1 }
+      .flatMap { x in when(firstly { x }, firstly { "\(x + 1)" }) }
       .value
     #expect(pair == (1, "2"))
     let nested = try await firstly { firstly { firstly { "deep" } } }.value

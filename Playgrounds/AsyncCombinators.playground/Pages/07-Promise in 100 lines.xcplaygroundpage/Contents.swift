@@ -85,18 +85,36 @@ example("a throw reaches error") {
 }
 
 /*:
- ## `when` is `<>`, and `then` can return a promise
+ ## `when` is `<>`, and `flatMap` runs the promise a block returns
 
  `when(a, b)` is `Promise(a.chain <> b.chain)`; more promises use the variadic `parallel`
- fold, an array uses `AsyncFunc.parallel`. A `then` block that returns a promise is flattened:
- the next block sees its value.
+ fold, an array uses `AsyncFunc.parallel`. `firstly { when(a, b) }` runs the `when` and goes
+ on with its value. A block that returns a promise goes to `flatMap`, which runs it as part
+ of the same run: the next block sees its value. (`then` is for blocks that return a value;
+ given a promise block, the compiler says "renamed to 'flatMap(on:_:)'".)
  */
 example("when and flattening") {
   let profile = firstly { "Ada" }
   let avatar = firstly { "ada.png" }
   let card = firstly { when(profile, avatar) }.then { name, image in "\(name) [\(image)]" }
   print(try await card.value)
+  let badge = card.flatMap { text in when(firstly { text }, firstly { text.count }) }
+    .then { text, length in "\(text) (\(length))" }
+  print(try await badge.value)
   print(try await when([firstly { 1 }, firstly { 2 }, firstly { 3 }]).value)
+}
+
+/*:
+ ## `recover`, and wrapping a callback
+
+ `recover` turns a failure into a value (a cancellation is never recovered).
+ `Promise { complete in … }` wraps a callback API directly, like `AsyncFunc { _, complete in … }`.
+ */
+example("recover and Promise { complete in }") {
+  let legacy = Promise<Int> { complete in
+    DispatchQueue.global().async { complete(.failure(Overheated())) }
+  }
+  print(try await legacy.recover { _ in 0 }.then { $0 + 1 }.value)
 }
 
 /*:

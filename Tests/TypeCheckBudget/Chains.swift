@@ -1,0 +1,183 @@
+// The Promise chains that .ci/typecheck-budget type-checks against the built module: each
+// expression must type-check in under 500 ms (they take well under 100 ms). Not compiled
+// into any target; nothing here runs.
+import AsyncCombinators
+
+func twelveIncrements() -> CancellationToken {
+  firstly { 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .then { $0 + 1 }
+    .always {}
+    .error { _ in }
+}
+
+func twelveAffineSteps() -> Promise<Int> {
+  firstly { 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+    .then { x in x * 2 + 1 }
+}
+
+func twelveAlternatingLinks() -> CancellationToken {
+  firstly { 7 }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+    .always {}
+    .error { _ in }
+}
+
+func twelveTwoStatementBlocks() -> CancellationToken {
+  firstly { 1 }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .then { x in
+      print("step", x)
+      return x + 1
+    }
+    .error { _ in }
+}
+
+func joinedThenEightThensAndAFlatMap(
+  _ a: Promise<Int>, _ b: Promise<String>, _ c: Promise<Double>
+) -> Promise<Int> {
+  firstly { when(a, b, c) }
+    .then { n, s, d in "\(s): \(Double(n) * d)" }
+    .then { $0.count }
+    .then { $0 * 2 }
+    .then { x in x + 1 }
+    .then { "\($0)" }
+    .then { s in s.count }
+    .then { $0 - 1 }
+    .then { n in [n, n + 1] }
+    .flatMap { pair in when(firstly { pair[0] }, firstly { pair[1] }) }
+    .then { x, y in x + y }
+}
+
+func mixedThenFlatMapRecoverAlways(_ names: [String]) -> CancellationToken {
+  firstly { names.count }
+    .then { count in count * 10 }
+    .flatMap { n in when(firstly { n }, firstly { "avatar\(n).png" }) }
+    .then { n, image in "\(image) #\(n)" }
+    .recover { _ in "placeholder.png" }
+    .then { $0.uppercased() }
+    .always {}
+    .flatMap { name in firstly { name.count } }
+    .recover { _ in 0 }
+    .always {}
+    .error { _ in }
+}
+
+func theArticlesProgram() -> CancellationToken {
+  firstly {
+    when(
+      {
+        print("begin fst job")
+        print("fst job in when finished")
+      },
+      {
+        print("begin snd job")
+        print("snd job in when finished")
+      })
+  }.then { (info) in
+    print("second job")
+  }.then { (info) in
+    print("third job")
+  }.always {
+    print("always block")
+  }.error { (error) in
+    print("error occurred")
+  }
+}
+
+func aValueHeadWithStatements() -> Promise<String> {
+  firstly { () -> Int in
+    print("computing")
+    return 6 * 7
+  }
+  .then { x in "\(x)" }
+  .then { s in s.count }
+  .then { x in "\(x)" }
+  .then { s in s.count }
+  .then { x in "\(x)" }
+}
+
+func aCallbackHeadAndWhenOfFour() -> Promise<Int> {
+  Promise<Int> { complete in complete(.success(1)) }
+    .flatMap { n in when(firstly { n }, firstly { "two" }, firstly { 3.0 }, firstly { [4] }) }
+    .then { a, b, c, d in "\(a) \(b) \(c) \(d)" }
+    .then { $0.count }
+    .then { $0 * 2 }
+    .then { x in "\(x)" }
+    .then { s in s.count }
+}
