@@ -12,7 +12,7 @@ func print(_ items: Any..., separator: String = " ", terminator: String = "\n") 
 enum DocTest {
   /// How long an example may take to print what it claims, and to finish.
   static let outputDeadline: Duration = .seconds(10)
-  static let chainDeadline: Duration = .seconds(60)
+  static let chainDeadline: Duration = .seconds(30)
   /// After an example has printed what it claims, how long to wait for anything more.
   static let grace: Duration = .milliseconds(30)
 
@@ -74,7 +74,8 @@ enum DocTest {
   }
 
   /// Runs one chain of examples (a guide, or one doc comment's example) to its end.
-  static func chain(_ first: Int, _ body: @escaping @Sendable () async throws -> Void) async {
+  static func chain(_ number: Int, _ body: @escaping @Sendable () async throws -> Void) async {
+    emit(["event": "chain", "chain": number])
     ContractViolation.faultResponse = .warn  // an example may have replaced it
     resetFakes()
     let done = Mutex(false)
