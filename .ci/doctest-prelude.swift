@@ -41,8 +41,7 @@ func later(_ milliseconds: Int, _ work: @escaping @Sendable () -> Void) {
 func fetchUser(_ id: Int, completion: @escaping @Sendable (Result<User, any Error>) -> Void) {
   later(20) { completion(people[id].map { .success($0) } ?? .failure(NotFound())) }
 }
-func fetchAvatar(_ user: User, completion: @escaping @Sendable (Result<Image, any Error>) -> Void)
-{
+func fetchAvatar(_ user: User, completion: @escaping @Sendable (Result<Image, any Error>) -> Void) {
   later(40) { completion(.success(Image(file: user.name.lowercased() + ".png"))) }
 }
 func fetchFriends(
@@ -237,8 +236,7 @@ struct Media: Sendable, CustomStringConvertible {
 
 /// Exports a media reference, Objective-C style: `(media?, error?)`.
 final class Exporter: Sendable {
-  func export(_ reference: String, completion: @escaping @Sendable (Media?, (any Error)?) -> Void)
-  {
+  func export(_ reference: String, completion: @escaping @Sendable (Media?, (any Error)?) -> Void) {
     exportQueue.async { completion(Media(title: reference), nil) }
   }
 }
