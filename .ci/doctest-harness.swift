@@ -9,6 +9,21 @@ func print(_ items: Any..., separator: String = " ", terminator: String = "\n") 
   DocTest.capture(items.map { String(describing: $0) }.joined(separator: separator) + terminator)
 }
 
+/// Shadows `Swift.debugPrint` likewise.
+func debugPrint(_ items: Any..., separator: String = " ", terminator: String = "\n") {
+  DocTest.capture(items.map { String(reflecting: $0) }.joined(separator: separator) + terminator)
+}
+
+/// Printing into a stream of the example's own is not output: the shadows above would
+/// otherwise hide these.
+func print<Target: TextOutputStream>(
+  _ items: Any..., separator: String = " ", terminator: String = "\n", to output: inout Target
+) {
+  Swift.print(
+    items.map { String(describing: $0) }.joined(separator: separator), terminator: terminator,
+    to: &output)
+}
+
 enum DocTest {
   /// How long an example may take to print what it claims, and to finish.
   static let outputDeadline: Duration = .seconds(10)
@@ -47,6 +62,7 @@ enum DocTest {
 
   /// Waits for the running example's claimed output, then a grace period, and reports it.
   static func end() async {
+    guard state.withLock({ $0.current != nil }) else { return }
     let clock = ContinuousClock()
     let deadline = clock.now + outputDeadline
     while clock.now < deadline {
