@@ -20,7 +20,7 @@ public protocol Cancellable: Sendable {
 /// token.onCancel { print("stopped") }
 /// token.cancel()
 /// token.cancel()
-/// // prints "stopped" once
+/// // prints stopped   (once)
 /// ```
 public final class CancellationToken: Cancellable {
   /// The registered handlers, in a slab: a registration names its entry by index, so adding
@@ -138,7 +138,7 @@ public final class CancellationToken: Cancellable {
   /// let token = CancellationToken()
   /// token.cancel()
   /// token.onCancel { print("already cancelled") }
-  /// // prints "already cancelled"
+  /// // prints already cancelled   (at once)
   /// ```
   ///
   /// - Parameter handler: Runs at most once, on the thread that cancels.

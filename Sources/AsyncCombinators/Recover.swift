@@ -5,7 +5,7 @@ extension AsyncFunc {
   /// `CancellationError` is not a failure and is never recovered.
   ///
   /// ```swift
-  /// let avatar = fetchAvatar.recover { _ in .placeholder }
+  /// let avatarOrPlaceholder = avatar.recover { _ in .placeholder }
   /// let cached = fetch.recover { error in
   ///   guard error is URLError else { throw error }
   ///   return cache.last

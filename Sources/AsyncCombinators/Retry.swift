@@ -8,7 +8,7 @@ extension AsyncFunc {
   /// ends the run at once.
   ///
   /// ```swift
-  /// let attempts = Counter()
+  /// let attempts = Counter()  // next() returns 0, 1, 2, … and counts the calls in value
   /// let flaky = AsyncFunc<String, String>(name: "upload") { file, complete in
   ///   complete(attempts.next() < 2 ? .failure(NetworkError.dropped) : .success(file))
   /// }

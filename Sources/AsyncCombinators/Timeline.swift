@@ -181,7 +181,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// // prints   title processImageData
   /// // prints   dateFormat x
   /// // prints   axisFormat %L ms
-  /// // prints   load profile : 0, 20
+  /// // prints   fetch : 0, 20
   /// // prints   …
   /// ```
   ///

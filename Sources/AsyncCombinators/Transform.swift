@@ -16,8 +16,10 @@ extension AsyncFunc {
   /// Fixes the input: partial application. The result runs this function on `input`.
   ///
   /// ```swift
+  /// let fetchUser = AsyncFunc<Int, String>.sync(name: "fetchUser") { "user\($0)" }
   /// let fetchSeven: AsyncFunc<Void, String> = fetchUser.bind(7)
   /// fetchSeven.run { print($0) }
+  /// // prints success("user7")
   /// ```
   public func bind(_ input: Input) -> AsyncFunc<Void, Output> {
     let label = Label(name: nil, fileID: #fileID, line: #line)
