@@ -84,8 +84,8 @@ public final class OrderedQueue: Sendable {
   ///
   /// ```swift
   /// let queue = OrderedQueue()
-  /// let waiter = Task { try await queue.run { try await upload(draft) } }
-  /// waiter.cancel()  // The upload never starts, or sees its task cancelled.
+  /// let waiter = Task { try await queue.run { try await worker.square(3, label: "A") } }
+  /// waiter.cancel()  // "A" never starts, or sees its task cancelled.
   /// ```
   ///
   /// - Parameter operation: The work; it runs with no actor isolation.

@@ -37,6 +37,7 @@ public enum PromiseHeadBuilder {
   ///
   /// - Parameter value: The body's value.
   /// - Returns: A promise that completes with `value`.
+  @_disfavoredOverload  // A promise is kept, never wrapped: `firstly { firstly { 1 } }`.
   public static func buildExpression<T>(_ value: T) -> Promise<T> {
     Promise(.sync { _ in value })
   }
@@ -44,7 +45,9 @@ public enum PromiseHeadBuilder {
   /// Keeps a promise the body returns as it is, so that the head is flattened.
   ///
   /// ```swift
-  /// print(try await firstly { firstly { "deep" } }.value)
+  /// let inner = firstly { "deep" }
+  /// let head = firstly { inner }  // a Promise<String>, not a promise of a promise
+  /// print(try await head.value)
   /// // prints deep
   /// ```
   ///

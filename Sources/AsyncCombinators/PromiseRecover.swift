@@ -63,7 +63,7 @@ extension Promise {
   ///
   /// ```swift
   /// firstly { 1 }.then { x in firstly { x * 2 } }.then { $0 + 1 }
-  /// // error: 'then(on:_:)' has been renamed to 'flatMap(on:_:)'
+  /// // error: 'then(on:_:)' has been renamed to 'flatMap(on:_:)': a block that returns a promise goes to flatMap, which runs it
   /// ```
   ///
   /// - Parameters:

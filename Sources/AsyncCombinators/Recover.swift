@@ -35,6 +35,7 @@ extension AsyncFunc {
   /// never handed to the fallback.
   ///
   /// ```swift
+  /// struct Outage: Error {}
   /// let primary = AsyncFunc<String, String>.sync(name: "primary") { _ in throw Outage() }
   /// let mirror = AsyncFunc<any Error, String>.sync(name: "mirror") { _ in "from the mirror" }
   /// let fetch = primary.recover(with: mirror)

@@ -139,3 +139,10 @@ import Testing
     #expect(pair == "a1")
   }
 }
+
+@Suite struct PromiseHeadTests {
+  @Test func a_head_whose_body_is_a_promise_is_flattened_however_deep() async throws {
+    #expect(try await firstly { firstly { "deep" } }.value == "deep")
+    #expect(try await firstly { firstly { firstly { 3 } } }.value == 3)
+  }
+}
