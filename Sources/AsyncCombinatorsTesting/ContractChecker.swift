@@ -68,7 +68,7 @@ public struct ContractReport: Sendable, CustomStringConvertible {
     }
     var counts: [String: Int] = [:]
     for breach in breaches { counts["\(breach.function): \(breach.kind)", default: 0] += 1 }
-    let lines = counts.keys.sorted().map { "  \($0) in \(counts[$0]!) of \(runs) runs" }
+    let lines = counts.keys.sorted().map { "  \($0), \(counts[$0]!) times in \(runs) runs" }
     return "\(function): \(breaches.count) breaches (seed \(seed))\n"
       + lines.joined(separator: "\n")
   }
@@ -85,15 +85,20 @@ public struct ContractReport: Sendable, CustomStringConvertible {
 /// Each breach names the function that broke the rule.
 ///
 /// ```swift
-/// let wrapper = AsyncFunc<Int, Int>(name: "legacyFetch") { id, token, complete in
-///   let request = LegacyClient.fetch(id) { value, error in
-///     complete(value.map { .success($0) } ?? .failure(error!))
+/// let queue = DispatchQueue(label: "legacy", attributes: .concurrent)
+/// let wrapper = AsyncFunc<Int, String>(name: "fetchUser") { id, token, complete in
+///   let claimed = Atomic(false)  // the first of cancellation and answer completes
+///   let registration = token.onCancel {
+///     if !claimed.exchange(true, ordering: .relaxed) { complete(.failure(CancellationError())) }
 ///   }
-///   token.onCancel { request.cancel() }
+///   queue.async {
+///     registration.remove()  // else the token keeps the completion alive
+///     if !claimed.exchange(true, ordering: .relaxed) { complete(.success("user\(id)")) }
+///   }
 /// }
 /// let report = await ContractChecker().check(wrapper) { run in run }
-/// print(report)
-/// // prints legacyFetch: contract held in 200 runs (... cancelled, seed ...)
+/// print(report.isClean)
+/// // prints true
 /// ```
 ///
 /// "Long after" is ``lateness``: a completion racing a cancellation is normal, one that comes

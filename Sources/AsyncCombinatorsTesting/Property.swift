@@ -55,7 +55,8 @@ public func propertySeed(_ property: String) -> UInt64 {
 ///   }
 ///   return Array(xs.reversed().reversed()) == xs
 /// }
-/// // prints property reversing twice is identity: seed ... (replay with AC_SEED=...)
+/// // The first line printed names the seed, such as
+/// // "property reversing twice is identity: seed 42 (replay with AC_SEED=42)".
 /// ```
 ///
 /// - Parameters:
