@@ -191,15 +191,18 @@ public final class TestClock: TimerSchedulingClock, Sendable {
       return true
     }
     guard moves else { return }
-    while let entry = state.withLock({ $0.takeDue(by: deadline) }) {
+    // The advance ends in the same critical section that finds nothing more due, so an entry
+    // scheduled meanwhile by another thread is either taken here or fired by its scheduler.
+    while let entry = state.withLock({ state -> Entry? in
+      if let entry = state.takeDue(by: deadline) { return entry }
+      if deadline > state.now { state.now = deadline }
+      state.advancing -= 1
+      return nil
+    }) {
       switch entry {
       case .timer(let fire): fire()
       case .sleeper(let sleeper): sleeper.wake()
       }
-    }
-    state.withLock { state in
-      if deadline > state.now { state.now = deadline }
-      state.advancing -= 1
     }
   }
 

@@ -187,18 +187,40 @@ import Testing
     #expect(clock.pendingCount == 0)
   }
 
-  @Test func a_clock_the_library_does_not_know_is_slept_on() async throws {
-    // `ContinuousClock` wrapped so the library cannot recognise it: its sleep is the timer.
-    struct OpaqueClock: Clock {
-      let base = ContinuousClock()
-      var now: ContinuousClock.Instant { base.now }
-      var minimumResolution: Duration { base.minimumResolution }
-      func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
-        try await base.sleep(until: deadline, tolerance: tolerance)
-      }
+  /// A clock the library does not know: it can only be slept on (here, on a `TestClock`).
+  struct SleepOnlyClock: Clock {
+    let base: TestClock
+    var now: TestClock.Instant { base.now }
+    var minimumResolution: Duration { .zero }
+    func sleep(until deadline: TestClock.Instant, tolerance: Duration?) async throws {
+      try await base.sleep(until: deadline, tolerance: tolerance)
     }
-    let start = ContinuousClock.now
-    #expect(try await AsyncFunc<Int, Int>.delay(.milliseconds(20), clock: OpaqueClock())(5) == 5)
-    #expect(ContinuousClock.now - start >= .milliseconds(20))
+  }
+
+  @Test func a_clock_the_library_does_not_know_is_slept_on_by_one_task_per_timer() async throws {
+    let base = TestClock()
+    let done = Gate()
+    let outcome = Outcome<Int>()
+    AsyncFunc<Int, Int>.delay(.seconds(2), clock: SleepOnlyClock(base: base)).run(5) { result in
+      outcome.record(result)
+      done.open()
+    }
+    while base.pendingCount == 0 { await Task.yield() }  // Waits for the task to sleep.
+    base.advance(by: .milliseconds(1_999))
+    #expect(outcome.result == nil)
+    base.advance(by: .milliseconds(1))
+    await done.wait()
+    #expect(try outcome.result?.get() == 5)
+  }
+
+  @Test func cancelling_a_run_cancels_the_task_sleeping_for_its_timer() async {
+    let base = TestClock()
+    let outcome = Outcome<Int>()
+    let pause = AsyncFunc<Int, Int>.delay(.seconds(2), clock: SleepOnlyClock(base: base))
+    let token = pause.run(5) { outcome.record($0) }
+    while base.pendingCount == 0 { await Task.yield() }
+    token.cancel()
+    #expect(base.pendingCount == 0)  // The task's cancellation removed its sleep at once.
+    #expect(outcome.result?.failure is CancellationError)
   }
 }
