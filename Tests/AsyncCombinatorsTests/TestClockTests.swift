@@ -156,6 +156,17 @@ import Testing
     #expect(try outcome.result?.get() == 3)
   }
 
+  @Test func next_deadline_skips_cancelled_timers() {
+    let clock = TestClock()
+    #expect(clock.nextDeadline == nil)
+    let soon = AsyncFunc<Int, Int>.delay(.seconds(1), clock: clock).run(1) { _ in }
+    AsyncFunc<Int, Int>.delay(.seconds(4), clock: clock).run(1) { _ in }
+    #expect(clock.nextDeadline == .start + .seconds(1))
+    soon.cancel()
+    #expect(clock.nextDeadline == .start + .seconds(4))
+    #expect(clock.pendingCount == 1)
+  }
+
   @Test func advancing_to_an_instant_not_after_now_does_nothing() {
     let clock = TestClock()
     clock.advance(to: .start + .seconds(3))
