@@ -5,14 +5,17 @@ let package = Package(
   name: "AsyncCombinators",
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
   products: [
-    .library(name: "AsyncCombinators", targets: ["AsyncCombinators"])
+    .library(name: "AsyncCombinators", targets: ["AsyncCombinators"]),
+    .library(name: "AsyncCombinatorsTesting", targets: ["AsyncCombinatorsTesting"]),
   ],
   targets: [
     .target(name: "AsyncCombinators"),
+    .target(name: "AsyncCombinatorsTesting", dependencies: ["AsyncCombinators"]),
     .target(name: "TourScenarios", dependencies: ["AsyncCombinators"]),
     .executableTarget(name: "Tour", dependencies: ["TourScenarios"]),
     .executableTarget(name: "Benchmarks", dependencies: ["AsyncCombinators"]),
-    .testTarget(name: "AsyncCombinatorsTests", dependencies: ["AsyncCombinators"]),
+    .testTarget(
+      name: "AsyncCombinatorsTests", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),
     .testTarget(name: "TourTests", dependencies: ["TourScenarios", "AsyncCombinators"]),
   ],
   swiftLanguageModes: [.v6]

@@ -1,7 +1,9 @@
 extension AsyncFunc where Input == Output {
-  /// Passes its input through after `duration`: a pause in a pipeline.
+  /// Passes its input through after `duration` on `clock`: a pause in a pipeline.
   ///
-  /// The wait holds no thread; cancelling the run during it ends the run at once.
+  /// The wait holds no thread; cancelling the run during it ends the run at once and removes
+  /// the timer. The default clock uses a Dispatch timer; a `TestClock` (from
+  /// `AsyncCombinatorsTesting`) completes the pause when the test advances it.
   ///
   /// ```swift
   /// let politely = fetch +> .delay(.milliseconds(200)) +> fetchNext
@@ -9,13 +11,17 @@ extension AsyncFunc where Input == Output {
   /// // prints fetch +> delay(0.2 seconds) +> fetchNext
   /// ```
   ///
-  /// - Parameter duration: How long to wait; not negative.
+  /// - Parameters:
+  ///   - duration: How long to wait; not negative.
+  ///   - clock: The clock the wait is measured on; `ContinuousClock()` unless given.
   /// - Returns: A function that outputs its input, later.
-  public static func delay(_ duration: Duration) -> AsyncFunc {
+  public static func delay<C: Clock>(_ duration: Duration, clock: C = ContinuousClock())
+    -> AsyncFunc
+  where C.Duration == Duration {
     precondition(duration >= .zero, "delay(\(duration)): the duration must not be negative")
     return AsyncFunc(label: Label(name: "delay(\(duration))", fileID: #fileID, line: #line)) {
       input, token, complete in
-      OneShotTimer.after(duration, token: token) { complete(.success(input)) }
+      OneShotTimer.after(duration, clock: clock, token: token) { complete(.success(input)) }
     }
   }
 }

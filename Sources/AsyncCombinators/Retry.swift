@@ -5,7 +5,10 @@ extension AsyncFunc {
   /// fails with the last attempt's error. `CancellationError` is never retried, nor is an
   /// error `shouldRetry` declines. With a `delay`, each retry waits first, `backoff` times
   /// longer than the one before; the wait holds no thread, and cancelling the run during it
-  /// ends the run at once.
+  /// ends the run at once and removes the timer. A run cancelled between attempts ends with
+  /// `CancellationError`, never with the error it would have retried. The waits are measured
+  /// on `clock`: Dispatch timers by default, or a `TestClock` (from `AsyncCombinatorsTesting`)
+  /// whose `advance` starts each retry on the test's own thread.
   ///
   /// ```swift
   /// let attempts = Counter()  // next() returns 0, 1, 2, … and counts the calls in value
@@ -24,18 +27,22 @@ extension AsyncFunc {
   ///   - delay: The wait before the first retry; zero retries at once.
   ///   - backoff: What each wait is multiplied by for the next; at least 1.
   ///   - shouldRetry: Whether an error is worth another attempt (transient, say).
+  ///   - clock: The clock the waits are measured on; `ContinuousClock()` unless given.
   /// - Returns: A function with the same input and output.
   /// - Complexity: At most `times + 1` runs of this function; attempts that fail
   ///   synchronously run in a loop, not one stack frame each.
-  public func retry(
+  public func retry<C: Clock>(
     _ times: Int, delay: Duration = .zero, backoff: Double = 1,
-    if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true }
-  ) -> AsyncFunc {
+    if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
+    clock: C = ContinuousClock()
+  ) -> AsyncFunc where C.Duration == Duration {
     precondition(times >= 0, "retry(\(times)): the number of retries must not be negative")
     precondition(delay >= .zero, "retry(delay: \(delay)): the delay must not be negative")
     precondition(
       backoff >= 1 && backoff.isFinite, "retry(backoff: \(backoff)): the backoff must be >= 1")
-    let policy = RetryPolicy(times: times, delay: delay, backoff: backoff, shouldRetry: shouldRetry)
+    let policy = RetryPolicy(
+      times: times, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
+      clock: TimerClock(clock))
     var call = "retry(\(times)"
     if delay > .zero { call += ", delay: \(delay)" }
     if backoff != 1 { call += ", backoff: \(backoff)" }

@@ -1,6 +1,6 @@
 import Dispatch
 
-/// The error of a run that ``AsyncFunc/timeout(_:)`` stopped because it took too long.
+/// The error of a run that ``AsyncFunc/timeout(_:clock:)`` stopped because it took too long.
 public struct TimeoutError: Error, Equatable, CustomStringConvertible {
   /// The time the run was given.
   public let duration: Duration
@@ -16,8 +16,12 @@ extension AsyncFunc {
   /// Fails with ``TimeoutError`` when this function has not completed within `duration`,
   /// and cancels it.
   ///
-  /// Whichever comes first wins: the result or the deadline. The timer holds no thread and
-  /// is cancelled when the result arrives or the run is cancelled.
+  /// Whichever comes first wins: the result or the deadline. The inner run starts first, and
+  /// the timer is armed only if no result has arrived by the time that start returns, so a
+  /// stage that completes synchronously is never timed out, even by a zero duration. The
+  /// timer holds no thread and is removed when the result arrives or the run is cancelled.
+  /// The deadline is measured on `clock`: a Dispatch timer by default, or a `TestClock`
+  /// (from `AsyncCombinatorsTesting`) that fires when the test advances it.
   ///
   /// ```swift
   /// let slow = AsyncFunc<Int, Int>.async(name: "slow") { x in
@@ -31,10 +35,13 @@ extension AsyncFunc {
   /// // prints failure(TimeoutError: no result within 0.05 seconds)
   /// ```
   ///
-  /// - Parameter duration: The time allowed; not negative. Zero times out anything that does
-  ///   not complete synchronously.
+  /// - Parameters:
+  ///   - duration: The time allowed, from the start of the run; not negative. Zero times out
+  ///     anything that does not complete synchronously.
+  ///   - clock: The clock the deadline is measured on; `ContinuousClock()` unless given.
   /// - Returns: A function with the same input and output, bounded in time.
-  public func timeout(_ duration: Duration) -> AsyncFunc {
+  public func timeout<C: Clock>(_ duration: Duration, clock: C = ContinuousClock()) -> AsyncFunc
+  where C.Duration == Duration {
     precondition(duration >= .zero, "timeout(\(duration)): the duration must not be negative")
     let inner = self
     return AsyncFunc(
@@ -43,17 +50,21 @@ extension AsyncFunc {
     ) { input, token, complete in
       let (child, link) = token.makeChild()
       let decided = Once()
-      OneShotTimer.after(duration, token: child) {
+      // Fixed before the inner run starts, so the time it takes to start counts.
+      let deadline = TimerDeadline(after: duration, on: clock)
+      inner.run(input, token: child) { result in
+        guard decided.claim() else { return }
+        link.remove()
+        child.cancel()  // Stops the timer, if it was armed.
+        complete(result)
+      }
+      // A result that arrived during the start has cancelled `child`: no timer is needed.
+      guard !child.isCancelled else { return }
+      deadline.arm(token: child) {
         guard decided.claim() else { return }
         link.remove()
         child.cancel()  // Stops the inner run.
         complete(.failure(TimeoutError(duration: duration)))
-      }
-      inner.run(input, token: child) { result in
-        guard decided.claim() else { return }
-        link.remove()
-        child.cancel()  // Stops the timer.
-        complete(result)
       }
     }
   }

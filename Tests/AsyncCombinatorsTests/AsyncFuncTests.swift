@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Testing
 
 @testable import AsyncCombinators

@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
@@ -225,7 +226,7 @@ import Testing
     let app = App(holdUntilFour: false)
     #expect(
       "\(Self.uploadOne(app))"
-        == "(export.on(AsyncCombinatorsTests.work).limit(1) +> upload.on(FakeContext).retry(1)"
+        == "(export.on(AsyncCombinatorsTesting.work).limit(1) +> upload.on(FakeContext).retry(1)"
         + " +> singleUploadSuccess.on(ui)).finally(singleUploadCompletion.on(ui))")
   }
 }

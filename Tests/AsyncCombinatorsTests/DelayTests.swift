@@ -1,13 +1,27 @@
+import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
 @testable import AsyncCombinators
 
 @Suite struct DelayTests {
-  @Test func delay_passes_the_input_through_after_the_duration() async throws {
+  @Test func delay_passes_the_input_through_after_the_duration() throws {
+    let clock = TestClock()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    AsyncFunc<Int, Int>.delay(.milliseconds(20), clock: clock).run(7) { result in
+      outcome.withLock { $0 = result }
+    }
+    clock.advance(by: .milliseconds(19))
+    #expect(outcome.withLock { $0 } == nil)
+    clock.advance(by: .milliseconds(1))
+    #expect(try outcome.withLock { $0 }?.get() == 7)
+    #expect(clock.now - .start >= .milliseconds(20))
+  }
+
+  @Test func delay_waits_on_the_default_clock_too() async throws {
     let start = ContinuousClock.now
-    #expect(try await AsyncFunc<Int, Int>.delay(.milliseconds(20))(7) == 7)
-    #expect(ContinuousClock.now - start >= .milliseconds(20))
+    #expect(try await AsyncFunc<Int, Int>.delay(.milliseconds(1))(7) == 7)
+    #expect(ContinuousClock.now - start >= .milliseconds(1))
   }
 
   @Test func cancelling_during_a_delay_ends_the_run_promptly() async {

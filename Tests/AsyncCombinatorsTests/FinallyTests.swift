@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 

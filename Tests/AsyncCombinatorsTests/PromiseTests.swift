@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Foundation
 import Testing
@@ -115,20 +116,21 @@ private struct Failure: Error, Equatable {
   }
 
   @Test func when_jobs_overlap_in_time() async throws {
-    // Timers, not sleeping threads: the overlap must not depend on how wide a pool is.
+    // Timers on a clock the test moves: both wait at once, so one advance ends both.
+    let clock = TestClock()
     @Sendable func job() -> Promise<Void> {
-      Promise(
-        AsyncFunc { _, complete in
-          DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(250)) {
-            complete(.success(()))
-          }
-        })
+      Promise(AsyncFunc<Void, Void>.delay(.milliseconds(250), clock: clock))
     }
-    let start = ContinuousClock.now
-    _ = try await firstly { when(job(), job()) }.value
-    let elapsed = ContinuousClock.now - start
-    #expect(elapsed >= .milliseconds(250))
-    #expect(elapsed < .milliseconds(450), "the jobs ran one after the other: \(elapsed)")
+    let both = Task { try await firstly { when(job(), job()) }.value }
+    // Waits (a second at most) for both jobs to be waiting at once.
+    let giveUp = ContinuousClock.now + .seconds(1)
+    while clock.pendingCount < 2 && ContinuousClock.now < giveUp { await Task.yield() }
+    #expect(clock.pendingCount == 2, "the jobs ran one after the other")
+    clock.advance(by: .milliseconds(250))
+    if clock.pendingCount > 0 { clock.advance(by: .milliseconds(250)) }  // Ran in turn: unhang.
+    _ = try await both.value
+    #expect(clock.now - .start >= .milliseconds(250))
+    #expect(clock.pendingCount == 0)
   }
 
   // MARK: A chain is a description

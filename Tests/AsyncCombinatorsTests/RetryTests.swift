@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
@@ -77,12 +78,67 @@ import Testing
     #expect(attempts.load(ordering: .relaxed) == 4)
   }
 
-  @Test func retry_waits_the_delay_before_each_retry() async throws {
+  @Test func retry_waits_the_delay_before_each_retry() throws {
+    let clock = TestClock()
+    let flaky = Flaky(failures: 2)
+    let outcome = Locked<Result<String, any Error>?>(nil)
+    flaky.function.retry(2, delay: .milliseconds(20), backoff: 2, clock: clock).run("x") {
+      result in outcome.withLock { $0 = result }
+    }
+    clock.advance(to: .start + .milliseconds(59))
+    #expect(flaky.count == 2)
+    #expect(outcome.withLock { $0 } == nil)
+    clock.advance(to: .start + .milliseconds(60))  // 20 + 40
+    #expect(try outcome.withLock { $0 }?.get() == "x")
+    #expect(flaky.count == 3)
+  }
+
+  @Test func retry_waits_on_the_default_clock_too() async throws {
     let flaky = Flaky(failures: 2)
     let start = ContinuousClock.now
-    _ = try await flaky.function.retry(2, delay: .milliseconds(20), backoff: 2)("x")
-    #expect(ContinuousClock.now - start >= .milliseconds(60))  // 20 + 40
+    _ = try await flaky.function.retry(2, delay: .milliseconds(1), backoff: 2)("x")
+    #expect(ContinuousClock.now - start >= .milliseconds(3))  // 1 + 2
     #expect(flaky.count == 3)
+  }
+
+  @Test func an_attempt_that_fails_after_the_cancellation_ends_the_run_with_cancellation() {
+    // The run was stopped: the failure it would have retried (or ended with) is not its outcome.
+    let policy = RetryPolicy(times: 3, delay: .seconds(1), backoff: 1, shouldRetry: { _ in true })
+    let failed = Result<Int, any Error>.failure(TestError(1))
+    for attempt in [1, 4] {
+      guard
+        case .finish(let result) = policy.step(after: failed, attempt: attempt, isCancelled: true)
+      else {
+        Issue.record("attempt \(attempt) of a cancelled run was retried")
+        continue
+      }
+      #expect(result.failure is CancellationError, "attempt \(attempt)")
+    }
+    guard case .retry(after: let wait) = policy.step(after: failed, attempt: 1, isCancelled: false)
+    else {
+      Issue.record("a live run's first failure was not retried")
+      return
+    }
+    #expect(wait == .seconds(1))
+    guard case .finish(let last) = policy.step(after: failed, attempt: 4, isCancelled: false)
+    else {
+      Issue.record("a live run's last failure was retried")
+      return
+    }
+    #expect(last.failure as? TestError == TestError(1))
+  }
+
+  @Test func a_run_cancelled_mid_attempt_ends_with_cancellation() {
+    let attempts = Atomic(0)
+    let failsWhenCancelled = AsyncFunc<Int, Int> { _, token, complete in
+      attempts.add(1, ordering: .relaxed)
+      token.onCancel { complete(.failure(TestError(1))) }
+    }
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let token = failsWhenCancelled.retry(3).run(1) { result in outcome.withLock { $0 = result } }
+    token.cancel()
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(attempts.load(ordering: .relaxed) == 1)
   }
 
   @Test func backoff_multiplies_each_wait() {

@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Foundation
 import Testing
 

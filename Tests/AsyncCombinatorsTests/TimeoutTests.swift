@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
@@ -12,13 +13,56 @@ import Testing
     await #expect(throws: TestError(1)) { try await failing.timeout(.seconds(30))(1) }
   }
 
-  @Test func a_late_result_fails_with_timeout_error_and_cancels_the_inner_run() async throws {
+  @Test func a_late_result_fails_with_timeout_error_and_cancels_the_inner_run() {
+    let clock = TestClock()
     let parking = Parking<Int, Int>()
-    let result = await runToCompletion(parking.function.timeout(.milliseconds(20)), 1)
-    #expect(result.failure as? TimeoutError == TimeoutError(duration: .milliseconds(20)))
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    parking.function.timeout(.milliseconds(20), clock: clock).run(1) { result in
+      outcome.withLock { $0 = result }
+    }
+    clock.advance(by: .milliseconds(20))
+    let result = outcome.withLock { $0 }
+    #expect(result?.failure as? TimeoutError == TimeoutError(duration: .milliseconds(20)))
     let parked = parking.takeAll()
     #expect(parked.count == 1 && parked[0].token.isCancelled)
     parked[0].complete(.success(1))  // Late: dropped.
+    #expect(outcome.withLock { $0?.failure } is TimeoutError)
+  }
+
+  @Test func a_late_result_times_out_on_the_default_clock_too() async {
+    let parking = Parking<Int, Int>()
+    let result = await runToCompletion(parking.function.timeout(.milliseconds(1)), 1)
+    #expect(result.failure as? TimeoutError == TimeoutError(duration: .milliseconds(1)))
+    #expect(parking.takeAll()[0].token.isCancelled)
+  }
+
+  @Test func a_zero_timeout_does_not_fail_a_synchronous_stage() throws {
+    let clock = TestClock()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    AsyncFunc<Int, Int>.sync { $0 + 1 }.timeout(.zero, clock: clock).run(1) { result in
+      outcome.withLock { $0 = result }
+    }
+    #expect(try outcome.withLock { $0 }?.get() == 2)
+    #expect(clock.pendingCount == 0)  // No timer was armed at all.
+  }
+
+  @Test func a_zero_timeout_on_the_default_clock_does_not_fail_synchronous_stages() async throws {
+    let bounded = AsyncFunc<Int, Int>.sync { $0 + 1 }.timeout(.zero)
+    for input in 0..<1_000 {
+      let result = await runToCompletion(bounded, input)
+      #expect(try result.get() == input + 1)
+    }
+  }
+
+  @Test func a_zero_timeout_fails_a_stage_that_completes_later() {
+    let clock = TestClock()
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    parking.function.timeout(.zero, clock: clock).run(1) { result in
+      outcome.withLock { $0 = result }
+    }
+    #expect(outcome.withLock { $0?.failure } is TimeoutError)
+    #expect(parking.takeAll().first?.token.isCancelled == true)
   }
 
   @Test func cancelling_the_run_cancels_the_inner_run_and_the_timer() async {

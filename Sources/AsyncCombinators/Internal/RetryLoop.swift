@@ -60,16 +60,25 @@ final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
       state.attempts += 1
       return state.attempts
     }
-    guard case .failure(let error) = result, attempt <= policy.times, !token.isCancelled,
-      !(error is CancellationError), policy.shouldRetry(error)
-    else { return complete(result) }
-    let wait = policy.delay(before: attempt)
-    if wait > .zero {
-      OneShotTimer.after(wait, token: token) { self.startAttempt() }
-    } else {
-      startAttempt()
+    switch policy.step(after: result, attempt: attempt, isCancelled: token.isCancelled) {
+    case .finish(let result):
+      complete(result)
+    case .retry(after: let wait):
+      if wait > .zero {
+        policy.clock.after(wait, token) { self.startAttempt() }
+      } else {
+        startAttempt()
+      }
     }
   }
+}
+
+/// What `retry` does once an attempt has ended.
+enum RetryStep<Output> {
+  /// Completes the whole run with this result.
+  case finish(Result<Output, any Error>)
+  /// Starts another attempt after this wait (zero: at once).
+  case retry(after: Duration)
 }
 
 /// When and how often `retry` tries again.
@@ -78,6 +87,24 @@ struct RetryPolicy: Sendable {
   let delay: Duration
   let backoff: Double
   let shouldRetry: @Sendable (any Error) -> Bool
+  /// What the waits are measured on.
+  var clock = TimerClock.continuous
+
+  /// What to do when attempt number `attempt` (from 1) ended with `result`.
+  ///
+  /// A success finishes. A failure of a cancelled run finishes with `CancellationError`: the
+  /// run was stopped, and the error it would have retried is not its outcome. Otherwise a
+  /// failure is retried while attempts are left, unless it is a cancellation or declined.
+  func step<Output>(
+    after result: Result<Output, any Error>, attempt: Int, isCancelled: Bool
+  ) -> RetryStep<Output> {
+    guard case .failure(let error) = result else { return .finish(result) }
+    guard !isCancelled else { return .finish(.failure(CancellationError())) }
+    guard attempt <= times, !(error is CancellationError), shouldRetry(error) else {
+      return .finish(result)
+    }
+    return .retry(after: delay(before: attempt))
+  }
 
   /// The wait before retry number `retry` (from 1): `delay * backoff^(retry - 1)`.
   func delay(before retry: Int) -> Duration {
