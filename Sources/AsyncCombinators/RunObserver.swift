@@ -13,15 +13,15 @@ public protocol RunObserver: AnyObject, Sendable {
   /// The stage completed, on the thread that completed it; or its run cancelled it, on the
   /// cancelling thread, with `.cancelled`.
   func stageEnded(_ stage: StageRecord, outcome: StageOutcome)
-  /// A stage that its run had already cancelled called back anyway, on the calling thread: the
-  /// library ignored the call. Its ``stageEnded(_:outcome:)`` came before, at the
-  /// cancellation.
-  func stageCalledBackAfterCancellation(_ stage: StageRecord)
+  /// A stage that its run had already cancelled called back anyway (or released its completion
+  /// uncalled, `.failed`), on that thread: the library ignored the call. Its
+  /// ``stageEnded(_:outcome:)`` came before, at the cancellation.
+  func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome)
 }
 
 extension RunObserver {
   /// Ignores late calls: an observer that does not draw them need not implement this.
-  public func stageCalledBackAfterCancellation(_ stage: StageRecord) {}
+  public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {}
 }
 
 /// How a stage ended, as seen by a ``RunObserver``.
@@ -73,7 +73,7 @@ final class StageEvent: Sendable {
   /// The stage's own end: it completed, or failed.
   func end(_ outcome: StageOutcome) {
     if ended.exchange(true, ordering: .acquiringAndReleasing) {
-      observer.stageCalledBackAfterCancellation(record)
+      observer.stageCalledBackAfterCancellation(record, outcome: outcome)
     } else {
       observer.stageEnded(record, outcome: outcome)
     }

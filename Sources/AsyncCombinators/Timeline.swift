@@ -103,7 +103,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   }
 
   /// Records that a stage its run had cancelled called back anyway, and was ignored.
-  public func stageCalledBackAfterCancellation(_ stage: StageRecord) {
+  public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome _: StageOutcome) {
     let now = DispatchTime.now().uptimeNanoseconds
     state.withLock { state in
       guard let index = state.cancelled.removeValue(forKey: stage.id) else { return }

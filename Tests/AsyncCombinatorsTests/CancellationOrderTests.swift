@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing

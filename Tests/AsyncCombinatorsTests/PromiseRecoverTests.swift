@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
