@@ -30,6 +30,10 @@ struct ConcurrentMapStateMachine: Sendable {
   private let ordered: Bool
   private let tolerance: FailureTolerance
   private let reportsProgress: Bool
+  /// How many slots must be free before a waiting pull task is woken: a wake-up costs a
+  /// thread hand-off, so it is shared by a few pulls. A pull task that is awake pulls into
+  /// every free slot, and when fewer are free the running elements keep the stream busy.
+  private let wakeBatch: Int
 
   /// Whether the consumer has asked for an element, which starts the pulling.
   private var hasStarted = false
@@ -66,6 +70,7 @@ struct ConcurrentMapStateMachine: Sendable {
     self.ordered = ordered
     self.tolerance = tolerance
     self.reportsProgress = reportsProgress
+    self.wakeBatch = Swift.max(1, Swift.min(limit / 4, 8))
   }
 
   // MARK: The consumer
@@ -245,13 +250,18 @@ struct ConcurrentMapStateMachine: Sendable {
 
   // MARK: Helpers
 
-  private var hasRoom: Bool {
-    guard !isPulling, running < limit else { return false }
-    return (ordered ? window.count : running + readyCount) < bound
+  private var hasRoom: Bool { freeSlots >= 1 }
+
+  /// How many more elements could be pulled now.
+  private var freeSlots: Int {
+    guard !isPulling else { return 0 }
+    return Swift.min(limit - running, bound - (ordered ? window.count : running + readyCount))
   }
 
   private mutating func grantPull() -> (PullContinuation, Bool)? {
-    guard pullWaiter != nil, failure == nil, !sourceEnded, hasRoom else { return nil }
+    guard pullWaiter != nil, failure == nil, !sourceEnded, freeSlots >= wakeBatch else {
+      return nil
+    }
     isPulling = true
     return (pullWaiter.take()!, true)
   }
