@@ -5,7 +5,8 @@ import TourScenarios
 
 let start = DispatchTime.now().uptimeNanoseconds
 // Scenarios that show live progress draw it on standard output while they play.
-await Tour.$liveProgress.withValue({ ProgressBar.standardOutput(label: $0) }) {
+let progressBars: @Sendable (String) -> ProgressBar = { ProgressBar.standardOutput(label: $0) }
+await Tour.$liveProgress.withValue(progressBars) {
   for (index, scenario) in Tour.scenarios.enumerated() {
     print(scenario.heading(number: index + 1))
     print(await scenario.report(number: index + 1, includingHeading: false), terminator: "\n\n")

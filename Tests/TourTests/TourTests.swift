@@ -59,11 +59,12 @@ import TourScenarios
   @Test func large_batch_draws_live_progress_when_the_tour_asks_for_it() async {
     let written = Written()
     let bar = Mutex<ProgressBar?>(nil)
-    _ = await Tour.$liveProgress.withValue({ label in
+    let makeBar: @Sendable (String) -> ProgressBar = { label in
       let made = ProgressBar(label: label, isTerminal: false) { written.append($0) }
       bar.withLock { $0 = made }
       return made
-    }) {
+    }
+    _ = await Tour.$liveProgress.withValue(makeBar) {
       await Tour.largeBatch.play()
     }
     #expect(bar.withLock { $0 != nil })
