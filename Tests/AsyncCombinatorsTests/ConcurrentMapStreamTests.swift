@@ -61,6 +61,18 @@ import Testing
       try await Self.collect(square.concurrentMap(over: ArraySource([]), limit: 3)).value == [])
   }
 
+  @Test func stream_sequence_type_is_named_and_iterates_a_made_stream() async throws {
+    let double = AsyncFunc<Int, Int>.sync(name: "double") { $0 * 2 }
+    let (numbers, input) = AsyncStream.makeStream(of: Int.self)
+    for number in 1...3 { input.yield(number) }
+    input.finish()
+    let doubled: ConcurrentMapSequence<AsyncStream<Int>, Int> =
+      double.concurrentMap(over: numbers, limit: 2)
+    var outputs: [Int] = []
+    for try await output in doubled { outputs.append(output) }
+    #expect(outputs == [2, 4, 6])
+  }
+
   @Test func stream_pulls_nothing_before_the_first_next() async throws {
     let source = ControlledSource(count: 10)
     let square = AsyncFunc<Int, Int>.sync(name: "square") { $0 * $0 }
