@@ -3,9 +3,10 @@ extension AsyncFunc {
   /// time, and delivers the outputs as another asynchronous sequence, pulling from `source`
   /// only as fast as the consumer takes.
   ///
-  /// Nothing happens until the first `next()`. From then on, elements are pulled one at a
-  /// time by a single task that owns the source's iterator, and started as interpreter runs;
-  /// no task or thread per element. The stream never holds more than `limit` elements that the
+  /// Nothing happens until the first `next()`. Elements are pulled by the consumer's own task,
+  /// inside its `next()` calls (which fill every free slot before handing out an output), and
+  /// started as interpreter runs; no task or thread per element, and the source's iterator
+  /// never leaves the consumer's task. The stream never holds more than `limit` elements that the
   /// consumer has not taken, plus, when `ordered`, a reorder window of `limit` more: outputs
   /// that finished while an earlier element still runs. So at any moment it has pulled at most
   /// `limit` (unordered) or `2 * limit` (ordered) elements beyond those taken or skipped.
@@ -49,8 +50,8 @@ extension AsyncFunc {
   ///     `nil`; the last call returns before the stream ends.
   /// - Returns: The outputs, as a sequence that can throw.
   /// - Complexity: O(1) memory in the length of `source` (O(`limit`) in all), and per element
-  ///   one interpreter run, a few lock round trips and at most one suspension each of the
-  ///   pulling task and the consumer.
+  ///   one interpreter run, a few lock round trips and at most one suspension of the
+  ///   consumer.
   public func concurrentMap<Source: AsyncSequence & Sendable>(
     over source: Source, limit: Int, ordered: Bool = true,
     acceptableFailure: FailureTolerance = .zero,
@@ -112,16 +113,20 @@ where Base.Element: Sendable {
     AsyncIterator(
       lifetime: Lifetime(
         storage: ConcurrentMapStorage(
-          base: base, program: program, limit: limit, ordered: ordered, tolerance: tolerance,
-          progress: progress)))
+          program: program, limit: limit, ordered: ordered, tolerance: tolerance,
+          progress: progress)),
+      source: base.makeAsyncIterator())
   }
 
-  /// Takes the outputs one at a time.
+  /// Takes the outputs one at a time, pulling from the source as it goes.
   public struct AsyncIterator: AsyncIteratorProtocol {
     private let lifetime: Lifetime
+    /// The source's iterator: used only by this iterator's `next()`, on the consumer's task.
+    private var source: Base.AsyncIterator?
 
-    fileprivate init(lifetime: Lifetime) {
+    fileprivate init(lifetime: Lifetime, source: Base.AsyncIterator) {
       self.lifetime = lifetime
+      self.source = source
     }
 
     /// The next output, or `nil` once the source has ended and every output has been taken.
@@ -129,16 +134,16 @@ where Base.Element: Sendable {
     /// - Throws: ``FailureRateExceeded`` beyond the tolerance, the source's error,
     ///   `CancellationError` when an element cancelled itself or the calling task is cancelled.
     public mutating func next() async throws -> Output? {
-      try await lifetime.storage.next().map { unbox($0, as: Output.self) }
+      try await lifetime.storage.next(from: &source).map { unbox($0, as: Output.self) }
     }
   }
 
   /// Ends the iteration when the last copy of its iterator goes away: the consumer broke
   /// out of its loop.
   fileprivate final class Lifetime: Sendable {
-    let storage: ConcurrentMapStorage<Base>
+    let storage: ConcurrentMapStorage
 
-    init(storage: ConcurrentMapStorage<Base>) {
+    init(storage: ConcurrentMapStorage) {
       self.storage = storage
     }
 

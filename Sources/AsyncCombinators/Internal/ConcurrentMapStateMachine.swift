@@ -1,28 +1,34 @@
 /// The decisions of one iteration of a ``ConcurrentMapSequence``, as pure transitions.
 ///
-/// Every method runs under the storage's lock, changes only this value, and returns the
-/// ``Effects`` to carry out once the lock is released: continuations to resume, cancellations,
-/// a pull task to start, reports to drain. Three parties drive it: the consumer (`next()`, or
-/// giving up), the one task that pulls from the source, and the element runs finishing on any
-/// thread.
+/// Every method runs under the storage's lock, changes only this value, and returns what to
+/// do once the lock is released: a step for the consumer's loop, or ``Effects`` (a
+/// continuation to resume, cancellation, reports to drain). Two parties drive it: the
+/// consumer's task, which also pulls from the source inside its `next()` calls, and the
+/// element runs finishing on any thread.
 ///
 /// Backpressure: a pull is granted only while fewer than `limit` elements run and fewer than
 /// `bound` elements are in the stream (pulled and neither yielded nor skipped). `bound` is
 /// `limit` when unordered; when ordered it is `2 * limit`, the extra `limit` being the reorder
 /// window where outputs that finished early wait for an earlier one.
 struct ConcurrentMapStateMachine: Sendable {
-  typealias ConsumerContinuation = UnsafeContinuation<AnyValue?, any Error>
-  typealias PullContinuation = UnsafeContinuation<Bool, Never>
+  typealias Waiter = UnsafeContinuation<Void, Never>
+
+  /// What the consumer's loop does next.
+  enum Step: Sendable {
+    /// Pull one element from the source; the slot is reserved.
+    case pull
+    /// Hand this to the caller of `next()`: an output, `nil` for the end, or the error.
+    case deliver(Result<AnyValue?, any Error>)
+    /// Suspend until woken, then ask again.
+    case wait
+  }
 
   /// What to do outside the lock, in the order the storage does it.
   struct Effects: Sendable {
     var cancelsElements = false
-    var cancelsPullTask: Task<Void, Never>?
-    var resumesPull: (PullContinuation, Bool)?
-    var resumesConsumer: (ConsumerContinuation, Result<AnyValue?, any Error>)?
+    var wakesConsumer: Waiter?
     /// This thread has become the progress drainer.
     var drainsReports = false
-    var startsPullTask = false
   }
 
   private let limit: Int
@@ -30,21 +36,15 @@ struct ConcurrentMapStateMachine: Sendable {
   private let ordered: Bool
   private let tolerance: FailureTolerance
   private let reportsProgress: Bool
-  /// How many slots must be free before a waiting pull task is woken: a wake-up costs a
-  /// thread hand-off, so it is shared by a few pulls. A pull task that is awake pulls into
-  /// every free slot, and when fewer are free the running elements keep the stream busy.
+  /// How many slots must be free before a consumer waiting only for room is woken: a wake-up
+  /// costs a thread hand-off, so it is shared by a few pulls. An output ready, or the end,
+  /// wakes it at once.
   private let wakeBatch: Int
 
-  /// Whether the consumer has asked for an element, which starts the pulling.
-  private var hasStarted = false
-  /// The pull task, kept to cancel it when the stream ends early.
-  private var pullTask: Task<Void, Never>?
   /// How many elements the source has produced: the position of the next one.
   private var pulled = 0
   /// A pull was granted and has not delivered yet.
   private var isPulling = false
-  /// The pull task, waiting for room to pull.
-  private var pullWaiter: PullContinuation?
   private var sourceEnded = false
   private var running = 0
   private var finished = 0
@@ -61,7 +61,7 @@ struct ConcurrentMapStateMachine: Sendable {
   /// The consumer has been given the end (`nil` or the error); every later `next()` is `nil`.
   private var isOver = false
   /// The consumer, suspended in `next()`.
-  private var consumer: ConsumerContinuation?
+  private var waiter: Waiter?
   private(set) var reports = ProgressQueue()
 
   init(limit: Int, ordered: Bool, tolerance: FailureTolerance, reportsProgress: Bool) {
@@ -75,25 +75,25 @@ struct ConcurrentMapStateMachine: Sendable {
 
   // MARK: The consumer
 
-  /// `next()` without waiting: an output, or the end, or `nil` when it must wait.
-  mutating func takeReady() -> (Result<AnyValue?, any Error>?, Effects) {
-    var effects = Effects()
-    let result = take()
-    if result != nil { effects.resumesPull = grantPull() }
-    return (result, effects)
+  /// The consumer's next step. Pulling comes first, so that the slot an output's taking
+  /// frees is filled before the consumer goes off to use the output.
+  mutating func nextStep() -> Step {
+    if isOver { return .deliver(.success(nil)) }
+    if freeSlots >= 1 && failure == nil && !sourceEnded {
+      isPulling = true
+      return .pull
+    }
+    if let result = take() { return .deliver(result) }
+    return .wait
   }
 
-  /// `next()` suspended: resumed at once if something is ready, else parked.
-  mutating func consumerWaits(_ continuation: ConsumerContinuation) -> Effects {
-    var (result, effects) = takeReady()
-    if let result {
-      effects.resumesConsumer = (continuation, result)
-      return effects
-    }
-    consumer = continuation
-    if !hasStarted {
-      hasStarted = true
-      effects.startsPullTask = true
+  /// The consumer is about to suspend: woken at once if it could go on already.
+  mutating func consumerWaits(_ continuation: Waiter) -> Effects {
+    var effects = Effects()
+    if canProceed(freeing: 1) {
+      effects.wakesConsumer = continuation
+    } else {
+      waiter = continuation
     }
     return effects
   }
@@ -103,13 +103,12 @@ struct ConcurrentMapStateMachine: Sendable {
     var effects = Effects()
     guard !isOver, failure == nil else { return effects }
     terminate(CancellationError(), &effects)
-    effects.resumesConsumer = resumeConsumerIfReady()
+    effects.wakesConsumer = wakeIfReady()
     return effects
   }
 
   /// The next output in the order the stream promises, or the end once every report is out.
   private mutating func take() -> Result<AnyValue?, any Error>? {
-    if isOver { return .success(nil) }
     if ordered {
       if case .value(let value)? = window.first {
         _ = window.removeFirst()
@@ -120,49 +119,40 @@ struct ConcurrentMapStateMachine: Sendable {
       readyCount -= 1
       return .success(value)
     }
-    // The end waits until the last report has returned.
-    guard !reports.isDraining else { return nil }
-    if let failure {
-      isOver = true
-      return .failure(failure)
-    }
-    guard sourceEnded, running == 0, !isPulling else { return nil }
+    guard isEndReady else { return nil }
     isOver = true
+    if let failure { return .failure(failure) }
     return .success(nil)
   }
 
-  private mutating func resumeConsumerIfReady() -> (
-    ConsumerContinuation, Result<AnyValue?, any Error>
-  )? {
-    guard consumer != nil, let result = take() else { return nil }
-    return (consumer.take()!, result)
+  /// Whether the end can be handed out: the stream has failed or everything is done, and the
+  /// last report has returned.
+  private var isEndReady: Bool {
+    guard !reports.isDraining else { return false }
+    return failure != nil || (sourceEnded && running == 0 && !isPulling)
   }
 
-  // MARK: The pull task
-
-  mutating func pullTaskStarted(_ task: Task<Void, Never>) -> Effects {
-    var effects = Effects()
-    if failure == nil { pullTask = task } else { effects.cancelsPullTask = task }
-    return effects
-  }
-
-  /// Whether the pull task may pull now (`true`), must stop (`false`), or must wait (`nil`).
-  mutating func requestPull() -> Bool? {
-    if failure != nil || sourceEnded { return false }
-    guard hasRoom else { return nil }
-    isPulling = true
-    return true
-  }
-
-  mutating func pullWaits(_ continuation: PullContinuation) -> Effects {
-    var effects = Effects()
-    if let decision = requestPull() {
-      effects.resumesPull = (continuation, decision)
-    } else {
-      pullWaiter = continuation
+  private var hasOutput: Bool {
+    if ordered {
+      if case .value? = window.first { return true }
+      return false
     }
-    return effects
+    return readyCount > 0
   }
+
+  /// Whether the consumer would not wait: an output or the end is ready, or at least
+  /// `slots` slots are free to pull into.
+  private func canProceed(freeing slots: Int) -> Bool {
+    if isOver || hasOutput || isEndReady { return true }
+    return failure == nil && !sourceEnded && freeSlots >= slots
+  }
+
+  private mutating func wakeIfReady() -> Waiter? {
+    guard waiter != nil, canProceed(freeing: wakeBatch) else { return nil }
+    return waiter.take()
+  }
+
+  // MARK: The source
 
   /// The source produced an element: its position, or `nil` when the stream has ended
   /// meanwhile and the element must not start.
@@ -184,7 +174,6 @@ struct ConcurrentMapStateMachine: Sendable {
     if tolerance.isExceededInStream(failures: failures.count, finished: finished, total: pulled) {
       terminate(exceeded(), &effects)
     }
-    effects.resumesConsumer = resumeConsumerIfReady()
     return effects
   }
 
@@ -194,7 +183,6 @@ struct ConcurrentMapStateMachine: Sendable {
     sourceEnded = true
     guard failure == nil else { return effects }
     terminate(error, &effects)
-    effects.resumesConsumer = resumeConsumerIfReady()
     return effects
   }
 
@@ -232,38 +220,27 @@ struct ConcurrentMapStateMachine: Sendable {
         dropSkipped()
       }
     }
-    effects.resumesConsumer = resumeConsumerIfReady()
-    if effects.resumesPull == nil { effects.resumesPull = grantPull() }
+    effects.wakesConsumer = wakeIfReady()
     return effects
   }
 
   // MARK: Progress
 
-  /// The drainer's next report, or `nil` with what its turn's end makes possible (the end
-  /// of the stream, held back until now).
+  /// The drainer's next report, or `nil` with the consumer to wake now that the end (held
+  /// back until the last report returned) may be ready.
   mutating func nextReport() -> (BatchProgress?, Effects) {
     var effects = Effects()
     if let report = reports.next() { return (report, effects) }
-    effects.resumesConsumer = resumeConsumerIfReady()
+    effects.wakesConsumer = wakeIfReady()
     return (nil, effects)
   }
 
   // MARK: Helpers
 
-  private var hasRoom: Bool { freeSlots >= 1 }
-
   /// How many more elements could be pulled now.
   private var freeSlots: Int {
     guard !isPulling else { return 0 }
     return Swift.min(limit - running, bound - (ordered ? window.count : running + readyCount))
-  }
-
-  private mutating func grantPull() -> (PullContinuation, Bool)? {
-    guard pullWaiter != nil, failure == nil, !sourceEnded, freeSlots >= wakeBatch else {
-      return nil
-    }
-    isPulling = true
-    return (pullWaiter.take()!, true)
   }
 
   private mutating func dropSkipped() {
@@ -274,13 +251,11 @@ struct ConcurrentMapStateMachine: Sendable {
     FailureRateExceeded(failures: failures, count: pulled, tolerance: tolerance)
   }
 
-  /// Ends the stream with `error`: the running elements are cancelled, the pull task stops,
+  /// Ends the stream with `error`: the running elements are cancelled, nothing more is pulled,
   /// and outputs not yet taken are dropped.
   private mutating func terminate(_ error: any Error, _ effects: inout Effects) {
     failure = error
     effects.cancelsElements = true
-    effects.cancelsPullTask = pullTask.take()
-    if let waiter = pullWaiter.take() { effects.resumesPull = (waiter, false) }
     ready = FIFO()
     readyCount = 0
     window.removeAll()

@@ -1,13 +1,12 @@
 /// One iteration of a ``ConcurrentMapSequence``: the state machine behind a lock, and the
-/// code that carries out its effects outside the lock.
+/// code that carries out its decisions outside the lock.
 ///
-/// One task owns the source's iterator and pulls only when the machine grants room, so the
-/// iterator never crosses threads and need not be `Sendable`. Elements run as interpreter
-/// runs on one token, cancelled as a whole when the stream ends early; no task per element,
-/// and no thread ever waits.
-final class ConcurrentMapStorage<Base: AsyncSequence & Sendable>: Sendable
-where Base.Element: Sendable {
-  private let base: Base
+/// The consumer's own task pulls from the source, inside its `next()` calls and only when the
+/// machine grants a slot, so the source's iterator never leaves that task and need not be
+/// `Sendable`; no second task has to be woken for every pull. Elements run as interpreter runs
+/// on one token, cancelled as a whole when the stream ends early; no task per element, and no
+/// thread ever waits.
+final class ConcurrentMapStorage: Sendable {
   private let program: Program
   private let machine: Locked<ConcurrentMapStateMachine>
   /// Every element's run; cancelled when the stream ends before its source does.
@@ -15,10 +14,9 @@ where Base.Element: Sendable {
   private let progress: (@Sendable (BatchProgress) -> Void)?
 
   init(
-    base: Base, program: Program, limit: Int, ordered: Bool, tolerance: FailureTolerance,
+    program: Program, limit: Int, ordered: Bool, tolerance: FailureTolerance,
     progress: (@Sendable (BatchProgress) -> Void)?
   ) {
-    self.base = base
     self.program = program
     self.progress = progress
     machine = Locked(
@@ -28,18 +26,28 @@ where Base.Element: Sendable {
 
   // MARK: The consumer
 
-  func next() async throws -> AnyValue? {
-    let (ready, effects) = machine.withLock { $0.takeReady() }
-    if let ready {
-      execute(effects)
-      return try ready.get()
-    }
-    return try await withTaskCancellationHandler {
-      try await withUnsafeThrowingContinuation { continuation in
-        execute(machine.withLock { $0.consumerWaits(continuation) })
+  /// One `next()`: pulls into every free slot, then hands out an output or the end, waiting
+  /// when there is neither.
+  func next<Source: AsyncIteratorProtocol>(from source: inout Source?) async throws -> AnyValue?
+  where Source.Element: Sendable {
+    while true {
+      if Task.isCancelled { consumerGone() }
+      switch machine.withLock({ $0.nextStep() }) {
+      case .deliver(let result):
+        // At the end, however it came, the source's iteration ends: its iterator goes.
+        if case .success(let output) = result, output != nil {} else { source = nil }
+        return try result.get()
+      case .pull:
+        await pull(from: &source)
+      case .wait:
+        await withTaskCancellationHandler {
+          await withUnsafeContinuation { continuation in
+            execute(machine.withLock { $0.consumerWaits(continuation) })
+          }
+        } onCancel: {
+          consumerGone()
+        }
       }
-    } onCancel: {
-      consumerGone()
     }
   }
 
@@ -48,50 +56,34 @@ where Base.Element: Sendable {
     execute(machine.withLock { $0.consumerGone() })
   }
 
-  // MARK: The pull task
-
-  private func startPulling() {
-    let task = Task { await self.pullLoop() }
-    execute(machine.withLock { $0.pullTaskStarted(task) })
-  }
-
-  private func pullLoop() async {
-    var iterator = base.makeAsyncIterator()
-    while await mayPull() {
-      let input: Base.Element?
-      do {
-        input = try await iterator.next()
-      } catch {
-        return execute(machine.withLock { $0.sourceFailed(error) })
-      }
-      guard let input else { return execute(machine.withLock { $0.sourceFinished() }) }
-      guard let index = machine.withLock({ $0.pulledElement() }) else { continue }
-      // The stream reacts to cancellation itself, so the runs need no registration.
-      Run(token: elements, ownsCancellation: false) { result in
-        self.execute(self.machine.withLock { $0.elementFinished(index, result) })
-      }
-      .start(program, input)
+  private func pull<Source: AsyncIteratorProtocol>(from source: inout Source?) async
+  where Source.Element: Sendable {
+    let input: Source.Element?
+    do {
+      input = try await source?.next()
+    } catch {
+      return execute(machine.withLock { $0.sourceFailed(error) })
     }
-  }
-
-  private func mayPull() async -> Bool {
-    if let decision = machine.withLock({ $0.requestPull() }) { return decision }
-    return await withUnsafeContinuation { continuation in
-      execute(machine.withLock { $0.pullWaits(continuation) })
+    guard let input else {
+      // A source may end early because the consumer's task was cancelled: that is the
+      // consumer giving up, not the source ending.
+      if Task.isCancelled { consumerGone() }
+      return execute(machine.withLock { $0.sourceFinished() })
     }
+    guard let index = machine.withLock({ $0.pulledElement() }) else { return }
+    // The stream reacts to cancellation itself, so the runs need no registration.
+    Run(token: elements, ownsCancellation: false) { result in
+      self.execute(self.machine.withLock { $0.elementFinished(index, result) })
+    }
+    .start(program, input)
   }
 
   // MARK: Effects
 
   private func execute(_ effects: ConcurrentMapStateMachine.Effects) {
     if effects.cancelsElements { elements.cancel() }
-    effects.cancelsPullTask?.cancel()
-    if let (continuation, decision) = effects.resumesPull {
-      continuation.resume(returning: decision)
-    }
-    if let (continuation, result) = effects.resumesConsumer { continuation.resume(with: result) }
+    effects.wakesConsumer?.resume()
     if effects.drainsReports { drainReports() }
-    if effects.startsPullTask { startPulling() }
   }
 
   /// Delivers the queued reports one at a time, then whatever waited for the last of them.
