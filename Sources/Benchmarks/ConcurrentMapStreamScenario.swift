@@ -67,10 +67,10 @@ func runConcurrentMapStreamScenario() {
   ])
   let perElement = medians.map { $0 / Double(count) }
   report(
-    "concurrentMap(over:limit: 8), \(count), ordered", unit: "ns/element", ours: perElement[1],
+    "concurrentMap(over:), \(count), ordered", unit: "ns/element", ours: perElement[1],
     baselines: [("array concurrentMap(limit: 8)", perElement[0])])
   report(
-    "concurrentMap(over:limit: 8), \(count), unordered", unit: "ns/element",
+    "concurrentMap(over:), \(count), unordered", unit: "ns/element",
     ours: perElement[2], baselines: [("array concurrentMap(limit: 8)", perElement[0])])
 }
 

@@ -70,4 +70,4 @@ let streamOutput = String(
 let streamPeak = streamOutput.split(separator: " ").last.map {
   $0.trimmingCharacters(in: .whitespacesAndNewlines)
 }
-print("concurrentMap(over:limit: 8), 1000000 elements, process peak \(streamPeak ?? "?") MB")
+print("concurrentMap(over:), 1000000, process peak   \(streamPeak ?? "?") MB (bound: 64 MB)")
