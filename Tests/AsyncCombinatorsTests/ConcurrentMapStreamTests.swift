@@ -82,6 +82,25 @@ import Testing
     #expect(source.probe.pulls >= 1)
   }
 
+  @Test func stream_yields_what_the_array_map_returns_for_any_limit_and_finishing_order()
+    async throws
+  {
+    try await forAll("stream map agrees with array map", count: 40) { random, _ in
+      let count = Int.random(in: 0...60, using: &random)
+      let limit = Int.random(in: 1...8, using: &random)
+      let ordered = Bool.random(using: &random)
+      let queue = testQueue("law")
+      let work = AsyncFunc<Int, Int> { x, complete in
+        queue.async { complete(.success(x &* 3 &+ 1)) }
+      }
+      let expected = try await work.concurrentMap(limit: limit)(Array(0..<count))
+      let outputs = try await Self.collect(
+        work.concurrentMap(over: ControlledSource(count: count), limit: limit, ordered: ordered)
+      ).value
+      return ordered ? outputs == expected : outputs.sorted() == expected.sorted()
+    }
+  }
+
   // MARK: Backpressure
 
   @Test func stream_runs_exactly_limit_elements_while_none_finishes() async throws {
