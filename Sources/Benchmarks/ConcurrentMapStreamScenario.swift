@@ -93,3 +93,23 @@ func runConcurrentMapStreamMemory(elements count: Int = 1_000_000) {
   precondition(taken.value.load(ordering: .relaxed) == count, "outputs lost")
   print("memory stream \(format(peakResidentMegabytes()))")
 }
+
+/// One million elements through the ordered stream (or, with `arrayInstead`, the array fold)
+/// and nothing else, for `perf stat` and valgrind: context switches are where the two differ.
+func runConcurrentMapStreamProfile(arrayInstead: Bool) {
+  let queue = DispatchQueue(label: "bench.concurrentMapStream.profile", attributes: .concurrent)
+  let hop = AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
+  let mapped = hop.concurrentMap(limit: 8)
+  for _ in 0..<10 {
+    if arrayInstead {
+      waitFor { done in mapped.run(Array(0..<100_000)) { _ in done() } }
+    } else {
+      waitFor { done in
+        Task {
+          for try await _ in hop.concurrentMap(over: Counting(count: 100_000), limit: 8) {}
+          done()
+        }
+      }
+    }
+  }
+}

@@ -28,6 +28,11 @@ if arguments.first == "--parallel" {
   runParallelScenario()
   exit(0)
 }
+if arguments.first == "--stream-profile" {
+  // `--stream-profile [array]`: one contender alone, for `perf stat`.
+  runConcurrentMapStreamProfile(arrayInstead: arguments.dropFirst().first == "array")
+  exit(0)
+}
 if arguments.first == "--stream" {
   runConcurrentMapStreamScenario()
   exit(0)

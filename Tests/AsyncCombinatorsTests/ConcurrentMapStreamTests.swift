@@ -103,16 +103,38 @@ import Testing
 
   // MARK: Backpressure
 
-  @Test func stream_runs_exactly_limit_elements_while_none_finishes() async throws {
+  @Test func unordered_stream_pulls_exactly_limit_elements_while_none_finishes() async throws {
     let parking = Parking<Int, Int>()
     let source = ControlledSource()
-    let outputs = Self.collect(parking.function.concurrentMap(over: source, limit: 3))
+    let outputs = Self.collect(
+      parking.function.concurrentMap(over: source, limit: 3, ordered: false))
     await parking.waitForStarts(3)
     #expect(parking.started == 3)
     #expect(source.probe.pulls == 3)
     outputs.cancel()
     await source.probe.iterationEnded.wait()
     #expect(source.probe.pulls == 3)
+    #expect(isCancellation(await outputs.result))
+  }
+
+  @Test func ordered_stream_runs_limit_and_pulls_a_window_ahead_while_none_finishes()
+    async throws
+  {
+    let parking = Parking<Int, Int>()
+    let windowFull = Countdown(6)
+    let source = ControlledSource { _ in windowFull.tick() }
+    let outputs = Self.collect(parking.function.concurrentMap(over: source, limit: 3))
+    await windowFull.wait()
+    await parking.waitForStarts(3)
+    #expect(parking.started == 3)  // The other three wait in the window for a slot.
+    #expect(source.probe.pulls == 6)
+    // A slot freed starts the next pulled element on the freeing thread.
+    parking.takeAll()[1].complete(.success(1))
+    #expect(parking.started == 4)
+    outputs.cancel()
+    await source.probe.iterationEnded.wait()
+    #expect(source.probe.pulls == 6)
+    #expect(parking.started == 4)
     #expect(isCancellation(await outputs.result))
   }
 
@@ -201,7 +223,7 @@ import Testing
     let taken = Recorder<Int>()
     let consumer = Task {
       for try await output in parking.function.concurrentMap(
-        over: source, limit: 4, acceptableFailure: .count(1))
+        over: source, limit: 4, ordered: false, acceptableFailure: .count(1))
       {
         taken.record(output)
       }

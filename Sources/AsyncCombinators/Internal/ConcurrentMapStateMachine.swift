@@ -6,10 +6,12 @@
 /// consumer's task, which also pulls from the source inside its `next()` calls, and the
 /// element runs finishing on any thread.
 ///
-/// Backpressure: a pull is granted only while fewer than `limit` elements run and fewer than
+/// Backpressure: at most `limit` elements run, and a pull is granted only while fewer than
 /// `bound` elements are in the stream (pulled and neither yielded nor skipped). `bound` is
 /// `limit` when unordered; when ordered it is `2 * limit`, the extra `limit` being the reorder
-/// window where outputs that finished early wait for an earlier one.
+/// window where outputs that finished early wait for an earlier one, and where elements
+/// pulled while `limit` run wait for a slot (`pending`): the thread that frees a slot starts
+/// one, so starting it wakes no other thread.
 struct ConcurrentMapStateMachine: Sendable {
   typealias Waiter = UnsafeContinuation<Void, Never>
 
@@ -27,6 +29,8 @@ struct ConcurrentMapStateMachine: Sendable {
   struct Effects: Sendable {
     var cancelsElements = false
     var wakesConsumer: Waiter?
+    /// This thread has become the starter of pulled elements waiting for a slot.
+    var startsPending = false
     /// This thread has become the progress drainer.
     var drainsReports = false
   }
@@ -47,6 +51,12 @@ struct ConcurrentMapStateMachine: Sendable {
   private var isPulling = false
   private var sourceEnded = false
   private var running = 0
+  /// Ordered: elements pulled into the reorder window while `limit` ran, each started by
+  /// the thread that frees a slot, so that no thread has to be woken to start it.
+  private var pending = FIFO<(index: Int, input: AnyValue)>()
+  private var pendingCount = 0
+  /// Some thread is starting pending elements.
+  private var isStarting = false
   private var finished = 0
   private var failed = 0
   private var failures: [FailureRateExceeded.Failure] = []
@@ -129,7 +139,7 @@ struct ConcurrentMapStateMachine: Sendable {
   /// last report has returned.
   private var isEndReady: Bool {
     guard !reports.isDraining else { return false }
-    return failure != nil || (sourceEnded && running == 0 && !isPulling)
+    return failure != nil || (sourceEnded && running == 0 && pendingCount == 0 && !isPulling)
   }
 
   private var hasOutput: Bool {
@@ -154,15 +164,40 @@ struct ConcurrentMapStateMachine: Sendable {
 
   // MARK: The source
 
-  /// The source produced an element: its position, or `nil` when the stream has ended
-  /// meanwhile and the element must not start.
-  mutating func pulledElement() -> Int? {
+  /// What the consumer does with an element it pulled.
+  enum Pulled: Sendable {
+    /// Start it now, as element `index`.
+    case start(Int)
+    /// It waits in the window for a slot; a completing element's thread starts it.
+    case queued
+    /// The stream has ended meanwhile: drop it.
+    case dropped
+  }
+
+  /// The source produced `input`.
+  mutating func pulledElement(_ input: AnyValue) -> Pulled {
     isPulling = false
-    guard failure == nil else { return nil }
+    guard failure == nil else { return .dropped }
     defer { pulled += 1 }
-    running += 1
     if ordered { window.append(.running) }
-    return pulled
+    guard running < limit else {
+      pending.append((pulled, input))
+      pendingCount += 1
+      return .queued
+    }
+    running += 1
+    return .start(pulled)
+  }
+
+  /// The starter's next element, or `nil`, which ends its turn.
+  mutating func nextPending() -> (index: Int, input: AnyValue)? {
+    guard failure == nil, running < limit, let next = pending.popFirst() else {
+      isStarting = false
+      return nil
+    }
+    pendingCount -= 1
+    running += 1
+    return next
   }
 
   mutating func sourceFinished() -> Effects {
@@ -220,6 +255,10 @@ struct ConcurrentMapStateMachine: Sendable {
         dropSkipped()
       }
     }
+    if pendingCount > 0 && failure == nil && !isStarting {
+      isStarting = true
+      effects.startsPending = true
+    }
     effects.wakesConsumer = wakeIfReady()
     return effects
   }
@@ -240,7 +279,8 @@ struct ConcurrentMapStateMachine: Sendable {
   /// How many more elements could be pulled now.
   private var freeSlots: Int {
     guard !isPulling else { return 0 }
-    return Swift.min(limit - running, bound - (ordered ? window.count : running + readyCount))
+    // Ordered, the window may fill beyond the running elements: those wait as `pending`.
+    return ordered ? bound - window.count : limit - running - readyCount
   }
 
   private mutating func dropSkipped() {
@@ -258,6 +298,8 @@ struct ConcurrentMapStateMachine: Sendable {
     effects.cancelsElements = true
     ready = FIFO()
     readyCount = 0
+    pending = FIFO()
+    pendingCount = 0
     window.removeAll()
   }
 }

@@ -70,12 +70,24 @@ final class ConcurrentMapStorage: Sendable {
       if Task.isCancelled { consumerGone() }
       return execute(machine.withLock { $0.sourceFinished() })
     }
-    guard let index = machine.withLock({ $0.pulledElement() }) else { return }
+    guard case .start(let index) = machine.withLock({ $0.pulledElement(input) }) else { return }
+    start(index, input)
+  }
+
+  private func start(_ index: Int, _ input: AnyValue) {
     // The stream reacts to cancellation itself, so the runs need no registration.
     Run(token: elements, ownsCancellation: false) { result in
       self.execute(self.machine.withLock { $0.elementFinished(index, result) })
     }
     .start(program, input)
+  }
+
+  /// The starter loop: one thread at a time, so an element that completes synchronously
+  /// only frees its slot and the loop starts the next one, on one stack frame.
+  private func startPending() {
+    while let (index, input) = machine.withLock({ $0.nextPending() }) {
+      start(index, input)
+    }
   }
 
   // MARK: Effects
@@ -84,6 +96,7 @@ final class ConcurrentMapStorage: Sendable {
     if effects.cancelsElements { elements.cancel() }
     effects.wakesConsumer?.resume()
     if effects.drainsReports { drainReports() }
+    if effects.startsPending { startPending() }
   }
 
   /// Delivers the queued reports one at a time, then whatever waited for the last of them.
