@@ -65,6 +65,16 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
   /// it produced, as for an array. `.ratio(0)` needs no warm-up: the first failure exceeds it.
   public static let minimumFinishedBeforeJudgingRatio = 100
 
+  /// Whether some number of failures could exceed this tolerance: not for `.unlimited` or
+  /// `.ratio(1)`, where keeping the failures for a ``FailureRateExceeded`` would only grow a
+  /// long stream's memory.
+  var canBeExceeded: Bool {
+    switch kind {
+    case .count(let allowed): allowed != .max
+    case .ratio(let fraction): fraction < 1
+    }
+  }
+
   /// Whether `failures` exceed this tolerance in a stream where `finished` elements have
   /// finished, and the source has produced `total` elements when it has ended (else `nil`).
   func isExceededInStream(failures: Int, finished: Int, total: Int?) -> Bool {

@@ -282,6 +282,16 @@ import Testing
     #expect(error?.count == 20)
   }
 
+  @Test func a_stream_that_tolerates_everything_ends_normally_however_many_fail() async throws {
+    let fail = AsyncFunc<Int, Int>.sync(name: "fail") { throw TestError($0) }
+    for tolerance in [FailureTolerance.unlimited, .ratio(1)] {
+      let outputs = Self.collect(
+        fail.concurrentMap(
+          over: ControlledSource(count: 1_000), limit: 4, acceptableFailure: tolerance))
+      #expect(try await outputs.value == [])
+    }
+  }
+
   @Test func ratio_zero_fails_a_stream_at_the_first_failure() async throws {
     let work = AsyncFunc<Int, Int>.sync(name: "work") { x in
       if x == 5 { throw TestError(x) }

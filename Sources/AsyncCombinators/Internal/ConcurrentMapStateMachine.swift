@@ -206,7 +206,7 @@ struct ConcurrentMapStateMachine: Sendable {
     sourceEnded = true
     guard failure == nil else { return effects }
     // The total is known now: a ratio is judged as for an array.
-    if tolerance.isExceededInStream(failures: failures.count, finished: finished, total: pulled) {
+    if tolerance.isExceededInStream(failures: failed, finished: finished, total: pulled) {
       terminate(exceeded(), &effects)
     }
     return effects
@@ -245,9 +245,13 @@ struct ConcurrentMapStateMachine: Sendable {
       // The element cancelled itself: that cancels the stream, whatever the tolerance.
       terminate(CancellationError(), &effects)
     case .failure(let error):
-      failures.append(FailureRateExceeded.Failure(index: index, error: error))
+      // Kept for the error that would report them; a stream that tolerates everything only
+      // counts them, so that its memory stays flat however many fail.
+      if tolerance.canBeExceeded {
+        failures.append(FailureRateExceeded.Failure(index: index, error: error))
+      }
       if tolerance.isExceededInStream(
-        failures: failures.count, finished: finished, total: sourceEnded ? pulled : nil)
+        failures: failed, finished: finished, total: sourceEnded ? pulled : nil)
       {
         terminate(exceeded(), &effects)
       } else if ordered {
