@@ -89,6 +89,7 @@ extension AsyncFunc {
 public struct ConcurrentMapSequence<Base: AsyncSequence & Sendable, Output: Sendable>:
   AsyncSequence, Sendable
 where Base.Element: Sendable {
+  /// The function's output: one per input that did not fail within the tolerance.
   public typealias Element = Output
 
   private let base: Base
