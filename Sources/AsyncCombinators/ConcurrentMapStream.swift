@@ -4,7 +4,7 @@ extension AsyncFunc {
   /// only as fast as the consumer takes.
   ///
   /// Nothing happens until the first `next()`. Elements are pulled by the consumer's own task,
-  /// inside its `next()` calls (which fill every free slot before handing out an output), and
+  /// inside its `next()` calls (which keep `limit` running before handing out an output), and
   /// started as interpreter runs; no task or thread per element, and the source's iterator
   /// never leaves the consumer's task. At most `limit` elements run at once. The stream never
   /// holds more than `limit` elements that the consumer has not taken, plus, when `ordered`, a

@@ -85,15 +85,24 @@ struct ConcurrentMapStateMachine: Sendable {
 
   // MARK: The consumer
 
-  /// The consumer's next step. Pulling comes first, so that the slot an output's taking
-  /// frees is filled before the consumer goes off to use the output.
+  /// The consumer's next step.
+  ///
+  /// Pulling an element that can start at once comes first, so that the slot an output's
+  /// taking frees is filled before the consumer goes off to use the output. Pulling ahead into
+  /// an ordered stream's window comes only when no output is ready, so that a slow source does
+  /// not hold back outputs that are.
   mutating func nextStep() -> Step {
     if isOver { return .deliver(.success(nil)) }
-    if freeSlots >= 1 && failure == nil && !sourceEnded {
+    let canPull = failure == nil && !sourceEnded && freeSlots >= 1
+    if canPull && running + pendingCount < limit {
       isPulling = true
       return .pull
     }
     if let result = take() { return .deliver(result) }
+    if canPull {
+      isPulling = true
+      return .pull
+    }
     return .wait
   }
 
