@@ -203,6 +203,49 @@ import Testing
     #expect(violations.all == [])
   }
 
+  /// `0..<count`, where every pull from `gatedFrom` on waits for `gate` to open.
+  struct GatedSource: AsyncSequence, Sendable {
+    let count: Int
+    let gatedFrom: Int
+    let gate: Gate
+
+    func makeAsyncIterator() -> Iterator { Iterator(source: self) }
+
+    struct Iterator: AsyncIteratorProtocol {
+      let source: GatedSource
+      var position = 0
+
+      mutating func next() async -> Int? {
+        guard position < source.count else { return nil }
+        if position >= source.gatedFrom { await source.gate.wait() }
+        defer { position += 1 }
+        return position
+      }
+    }
+  }
+
+  @Test func ordered_stream_hands_out_a_ready_output_before_pulling_ahead_from_a_slow_source()
+    async throws
+  {
+    let parked = ParkedCompletions<Int>()
+    let work = AsyncFunc<Int, Int> { x, complete in
+      if x == 1 || x == 2 { parked.park(complete) } else { complete(.success(x)) }
+    }
+    let slow = Gate()
+    var iterator = work.concurrentMap(
+      over: GatedSource(count: 5, gatedFrom: 3, gate: slow), limit: 2
+    ).makeAsyncIterator()
+    // 0 finishes at once, 1 and 2 run: output 0 is ready while the window has room for 3,
+    // whose pull would wait for the closed source. The output comes first.
+    #expect(try await iterator.next() == 0)
+    slow.open()
+    parked.release(0, .success(1))
+    parked.release(1, .success(2))
+    var rest: [Int] = []
+    while let output = try await iterator.next() { rest.append(output) }
+    #expect(rest == [1, 2, 3, 4])
+  }
+
   // MARK: Tolerance
 
   @Test func stream_skips_failures_within_a_count_tolerance() async throws {
