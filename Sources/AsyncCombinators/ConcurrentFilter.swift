@@ -19,8 +19,38 @@ extension AsyncFunc where Output == Bool {
   /// - Returns: A function from the array to the accepted elements.
   /// - Complexity: O(*n*) for *n* elements, as ``concurrentMap(limit:acceptableFailure:)``.
   public func concurrentFilter(limit: Int = .max) -> AsyncFunc<[Input], [Input]> {
+    filterFold(limit: limit, verdicts: concurrentMap(limit: limit))
+  }
+
+  /// Runs this predicate on every element of an array, at most `limit` at a time, keeps the
+  /// elements it accepts, and reports progress as each predicate finishes.
+  ///
+  /// ``concurrentFilter(limit:)`` with a `progress` closure, called as
+  /// ``concurrentMap(limit:acceptableFailure:progress:)`` calls it.
+  ///
+  /// ```swift
+  /// let isEven = AsyncFunc<Int, Bool>.sync(name: "isEven") { $0 % 2 == 0 }
+  /// let evens = isEven.concurrentFilter(limit: 1) { print($0) }
+  /// print(try await evens([1, 2]))
+  /// // prints 1/2 done (0 failed, 0 in flight)
+  /// // prints 2/2 done (0 failed, 0 in flight)
+  /// // prints [2]
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The most predicates running at once; at least 1.
+  ///   - progress: Called after each predicate finishes, never two calls at once.
+  /// - Returns: A function from the array to the accepted elements.
+  public func concurrentFilter(
+    limit: Int = .max, progress: @escaping @Sendable (BatchProgress) -> Void
+  ) -> AsyncFunc<[Input], [Input]> {
+    filterFold(limit: limit, verdicts: concurrentMap(limit: limit, progress: progress))
+  }
+
+  private func filterFold(
+    limit: Int, verdicts: AsyncFunc<[Input], [Bool]>
+  ) -> AsyncFunc<[Input], [Input]> {
     precondition(limit >= 1, "concurrentFilter(limit: \(limit)): the limit must be at least 1")
-    let verdicts = concurrentMap(limit: limit)
     return AsyncFunc<[Input], [Input]>(
       label: Label(name: nil, fileID: #fileID, line: #line),
       shape: .modified(

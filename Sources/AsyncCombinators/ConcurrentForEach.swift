@@ -23,6 +23,33 @@ extension AsyncFunc {
       .map(name: "forEach") { _ in }
   }
 
+  /// Runs this function on every element of an array for its effect, at most `limit` at a
+  /// time, and reports progress as each element finishes.
+  ///
+  /// ``concurrentForEach(limit:acceptableFailure:)`` with a `progress` closure, called as
+  /// ``concurrentMap(limit:acceptableFailure:progress:)`` calls it: the last call returns
+  /// before the whole completes.
+  ///
+  /// ```swift
+  /// let send = AsyncFunc<String, Void>.sync(name: "send") { _ in }
+  /// try await send.concurrentForEach(limit: 1) { print($0.completed) }(["a", "b"])
+  /// // prints 1
+  /// // prints 2
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The most elements running at once; at least 1.
+  ///   - acceptableFailure: How many elements may fail before the whole does.
+  ///   - progress: Called after each element finishes, never two calls at once.
+  /// - Returns: A function that completes once every element has.
+  public func concurrentForEach(
+    limit: Int = .max, acceptableFailure: FailureTolerance = .zero,
+    progress: @escaping @Sendable (BatchProgress) -> Void
+  ) -> AsyncFunc<[Input], Void> {
+    concurrentMap(limit: limit, acceptableFailure: acceptableFailure, progress: progress)
+      .map(name: "forEach") { _ in }
+  }
+
   /// Runs this function on every element of an array, at most `limit` at a time, and keeps
   /// the non-`nil` outputs in input order.
   ///

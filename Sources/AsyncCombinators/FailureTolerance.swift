@@ -54,6 +54,41 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
+  /// How many elements of a stream must have finished before a ``ratio(_:)`` tolerance is
+  /// judged while the stream is still running: 100.
+  ///
+  /// A stream's length is unknown until it ends, so
+  /// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:)`` judges a ratio
+  /// against the elements finished so far, but only once this many have finished, so that two
+  /// early failures of ten do not end a stream that would have stayed well within
+  /// `.ratio(0.1)`. When the source ends, the ratio is judged against the number of elements
+  /// it produced, as for an array. `.ratio(0)` needs no warm-up: the first failure exceeds it.
+  public static let minimumFinishedBeforeJudgingRatio = 100
+
+  /// Whether some number of failures could exceed this tolerance: not for `.unlimited` or
+  /// `.ratio(1)`, where keeping the failures for a ``FailureRateExceeded`` would only grow a
+  /// long stream's memory.
+  var canBeExceeded: Bool {
+    switch kind {
+    case .count(let allowed): allowed != .max
+    case .ratio(let fraction): fraction < 1
+    }
+  }
+
+  /// Whether `failures` exceed this tolerance in a stream where `finished` elements have
+  /// finished, and the source has produced `total` elements when it has ended (else `nil`).
+  func isExceededInStream(failures: Int, finished: Int, total: Int?) -> Bool {
+    switch kind {
+    case .count(let allowed):
+      return failures > allowed
+    case .ratio(let fraction):
+      if let total { return failures > allowedFailures(outOf: total) }
+      if fraction == 0 { return failures > 0 }
+      return finished >= Self.minimumFinishedBeforeJudgingRatio
+        && failures > allowedFailures(outOf: finished)
+    }
+  }
+
   /// How the tolerance reads in code: `.zero`, `.count(2)`, `.ratio(0.5)`, `.unlimited`.
   public var description: String {
     switch kind {
@@ -83,15 +118,16 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
 public struct FailureRateExceeded: Error, CustomStringConvertible {
   /// One element's failure: its index in the input and its error.
   public struct Failure: Sendable {
-    /// The element's position in the input array.
+    /// The element's position in the input array, or in the source for a stream.
     public let index: Int
     /// What the element failed with.
     public let error: any Error
   }
 
-  /// The failures, in the order they happened.
+  /// Every failure seen, in the order they happened: the tolerated ones and the one beyond.
   public let failures: [Failure]
-  /// How many elements the map had.
+  /// How many elements the map had; for a stream, how many the source had produced when the
+  /// tolerance was exceeded.
   public let count: Int
   /// The tolerance that was exceeded.
   public let tolerance: FailureTolerance

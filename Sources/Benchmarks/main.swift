@@ -6,7 +6,7 @@ import Foundation
 
 let arguments = CommandLine.arguments.dropFirst()
 if arguments.first == "--memory", let kind = arguments.dropFirst().first {
-  runParallelMemory(kind)
+  if kind == "stream" { runConcurrentMapStreamMemory() } else { runParallelMemory(kind) }
   exit(0)
 }
 
@@ -34,9 +34,19 @@ if arguments.first == "--parallel" {
   runParallelScenario()
   exit(0)
 }
+if arguments.first == "--stream-profile" {
+  // `--stream-profile [array]`: one contender alone, for `perf stat`.
+  runConcurrentMapStreamProfile(arrayInstead: arguments.dropFirst().first == "array")
+  exit(0)
+}
+if arguments.first == "--stream" {
+  runConcurrentMapStreamScenario()
+  exit(0)
+}
 runSerialScenario()
 runParallelScenario()
 runConcurrentMapScenario()
+runConcurrentMapStreamScenario()
 runUnlimitedMapScenario()
 runHopScenario()
 runPromiseScenario()
@@ -61,3 +71,18 @@ for kind in ["ours", "dispatch", "taskgroup"] {
 }
 let memory = peaks.map { "\($0.0) \(format($0.1)) MB" }.joined(separator: " | ")
 print("parallel, 100000 branches, peak memory        \(memory)")
+
+// The stream's whole-process peak, not a difference: its promise is about the process.
+let stream = Process()
+stream.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
+stream.arguments = ["--memory", "stream"]
+let streamPipe = Pipe()
+stream.standardOutput = streamPipe
+try stream.run()
+stream.waitUntilExit()
+let streamOutput = String(
+  decoding: streamPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+let streamPeak = streamOutput.split(separator: " ").last.map {
+  $0.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+print("concurrentMap(over:), 1000000, process peak   \(streamPeak ?? "?") MB (bound: 64 MB)")

@@ -4,8 +4,13 @@ import Dispatch
 import TourScenarios
 
 let start = DispatchTime.now().uptimeNanoseconds
-for (index, scenario) in Tour.scenarios.enumerated() {
-  print(await scenario.report(number: index + 1), terminator: "\n\n")
+// Scenarios that show live progress draw it on standard output while they play.
+let progressBars: @Sendable (String) -> ProgressBar = { ProgressBar.standardOutput(label: $0) }
+await Tour.$liveProgress.withValue(progressBars) {
+  for (index, scenario) in Tour.scenarios.enumerated() {
+    print(scenario.heading(number: index + 1))
+    print(await scenario.report(number: index + 1, includingHeading: false), terminator: "\n\n")
+  }
 }
 let elapsed = (DispatchTime.now().uptimeNanoseconds - start) / 1_000_000
 print("Tour finished in \(elapsed) ms. Next: swift test, then open Playgrounds/.")

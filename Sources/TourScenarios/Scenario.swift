@@ -18,9 +18,17 @@ public struct Scenario: Sendable {
     self.play = play
   }
 
+  /// The scenario's heading and story, as the Tour prints them before its runs.
+  public func heading(number: Int) -> String {
+    "━━ \(number). \(title) ━━\n\(story)"
+  }
+
   /// Plays the scenario and writes what happened as the Tour prints it.
-  public func report(number: Int) async -> String {
-    var lines = ["━━ \(number). \(title) ━━", story]
+  ///
+  /// - Parameter includingHeading: `false` when the ``heading(number:)`` was printed before
+  ///   playing, so that live output appears under it.
+  public func report(number: Int, includingHeading: Bool = true) async -> String {
+    var lines = includingHeading ? [heading(number: number)] : []
     for traced in await play() {
       lines += [
         "", "  \(traced.label)", "  structure: \(traced.structure)",
@@ -29,6 +37,8 @@ public struct Scenario: Sendable {
       for (index, line) in traced.log.enumerated() {
         lines.append((index == 0 ? "  printed:   " : "             ") + line)
       }
+      // A run too large to draw records no timeline, rather than draw thousands of rows.
+      guard !traced.timeline.spans.isEmpty else { continue }
       lines += traced.timeline.renderGantt(width: 40).split(separator: "\n").map { "    \($0)" }
     }
     return lines.joined(separator: "\n")

@@ -12,5 +12,6 @@ public enum Tour {
     promiseDemos,
     batchUpload,
     orderedSubmission,
+    largeBatch,
   ]
 }

@@ -107,7 +107,7 @@ import Testing
       let token = CancellationToken()
       let ran = Tally()
       let registered = Tally()
-      let done = Countdown(4)
+      let done = Countdown(5)
       for _ in 0..<4 {
         DispatchQueue.global().async {
           for index in 0..<50 {
@@ -118,9 +118,11 @@ import Testing
           done.tick()
         }
       }
-      DispatchQueue.global().async { token.cancel() }
+      DispatchQueue.global().async {
+        token.cancel()  // Returns once every handler taken has run.
+        done.tick()
+      }
       await done.wait()
-      token.cancel()
       // Every handler kept ran once (at the cancel, or at once if registered after it); a
       // removed one ran at most once, before its removal.
       #expect(ran.value >= 100 && ran.value <= 200)

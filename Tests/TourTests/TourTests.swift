@@ -1,3 +1,4 @@
+import Synchronization
 import Testing
 import TourScenarios
 
@@ -44,6 +45,67 @@ import TourScenarios
       ordered.map(\.result) == [
         "A = 9, B failed: inputOutOfRange, C = 25", "A = 9, B: CancellationError(), C = 25",
       ])
+  }
+
+  @Test func large_batch_tolerates_the_rejected_files_and_summarises_every_outcome() async {
+    let runs = await Tour.largeBatch.play()
+    #expect(
+      runs[0].structure
+        == "upload.retry(1).concurrentMapResults(limit: 8, acceptableFailure: .ratio(0.1))")
+    #expect(runs[0].result == "success(2400 outcomes)")
+    #expect(runs[0].log.first == "2400 files: 2317 uploaded, 83 failed (3.4%, within .ratio(0.1))")
+  }
+
+  @Test func large_batch_draws_live_progress_when_the_tour_asks_for_it() async {
+    let written = Written()
+    let bar = Mutex<ProgressBar?>(nil)
+    let makeBar: @Sendable (String) -> ProgressBar = { label in
+      let made = ProgressBar(label: label, isTerminal: false) { written.append($0) }
+      bar.withLock { $0 = made }
+      return made
+    }
+    _ = await Tour.$liveProgress.withValue(makeBar) {
+      await Tour.largeBatch.play()
+    }
+    #expect(bar.withLock { $0 != nil })
+    #expect(written.text.hasSuffix("2400/2400  83 failed  0 in flight\n"))
+  }
+
+  @Test func progress_bar_redraws_one_line_on_a_terminal_and_writes_quarters_elsewhere() {
+    func draw(isTerminal: Bool) -> String {
+      let written = Written()
+      let bar = ProgressBar(label: "files", isTerminal: isTerminal, width: 10) {
+        written.append($0)
+      }
+      for completed in 1...200 {
+        bar.update(
+          BatchProgress(
+            completed: completed, failed: completed / 50, inFlight: completed == 200 ? 0 : 3,
+            total: 200))
+      }
+      return written.text
+    }
+    let terminal = draw(isTerminal: true)
+    #expect(terminal.filter { $0 == "\n" }.count == 1)
+    #expect(terminal.hasSuffix("\rfiles [##########] 200/200  4 failed  0 in flight\n"))
+    #expect(terminal.filter { $0 == "\r" }.count == 101)  // the start, then each whole percent
+    let plain = draw(isTerminal: false)
+    #expect(!plain.contains("\r"))
+    #expect(
+      plain.split(separator: "\n") == [
+        "files [..........] 1/200  0 failed  3 in flight",
+        "files [##........] 50/200  1 failed  3 in flight",
+        "files [#####.....] 100/200  2 failed  3 in flight",
+        "files [#######...] 150/200  3 failed  3 in flight",
+        "files [##########] 200/200  4 failed  0 in flight",
+      ])
+  }
+
+  /// Text a progress bar wrote, in order.
+  final class Written: Sendable {
+    private let parts = Mutex<[String]>([])
+    func append(_ text: String) { parts.withLock { $0.append(text) } }
+    var text: String { parts.withLock { $0.joined() } }
   }
 
   // MARK: Expectations

@@ -12,7 +12,13 @@ import Synchronization
 ///
 /// Failures up to `allowedFailures` are recorded and dropped; the one beyond fails the join
 /// at once, cancels the elements still running and starts no more. The parent's
-/// cancellation does the same with `CancellationError`.
+/// cancellation does the same with `CancellationError`, and so does an element that fails
+/// with `CancellationError` itself: cancellation is never a tolerated failure.
+///
+/// With a `progress` closure, every delivered element queues a ``BatchProgress`` under the
+/// lock, and one thread at a time drains the queue (``ProgressQueue``). The outcome waits
+/// behind the reports: while a drainer is at work it is parked in `heldOutcome` and the
+/// drainer delivers it after the last report.
 final class FanOut<Element: Sendable>: Sendable {
   struct Failure: Sendable {
     let index: Int
@@ -43,6 +49,13 @@ final class FanOut<Element: Sendable>: Sendable {
     /// Whether some thread is in `startElements` and will notice freed slots.
     var isStarting = false
     var isDone = false
+    /// Finished elements, and the failed ones among them (cancellation included), for
+    /// progress reports.
+    var completed = 0
+    var failed = 0
+    var reports = ProgressQueue()
+    /// The outcome, decided while a drainer was delivering reports; the drainer delivers it.
+    var heldOutcome: Outcome?
     /// The join's handler on `branches`; removed on finish, which breaks the cycle it makes.
     var cancelHandler: CancellationToken.Registration?
   }
@@ -56,12 +69,15 @@ final class FanOut<Element: Sendable>: Sendable {
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
   private let completion: @Sendable (Outcome) -> Void
+  private let progress: (@Sendable (BatchProgress) -> Void)?
 
   private init(
     elements: [Element], program: Program, limit: Int, allowedFailures: Int,
-    token: CancellationToken, completion: @escaping @Sendable (Outcome) -> Void
+    token: CancellationToken, progress: (@Sendable (BatchProgress) -> Void)?,
+    completion: @escaping @Sendable (Outcome) -> Void
   ) {
     self.elements = elements
+    self.progress = progress
     self.program = program
     self.limit = limit
     self.allowedFailures = allowedFailures
@@ -72,15 +88,16 @@ final class FanOut<Element: Sendable>: Sendable {
   }
 
   /// Runs `program` on each of `elements`, at most `limit` at once, and reports the outcome
-  /// exactly once.
+  /// exactly once, after the last call to `progress`.
   static func run(
     _ program: Program, on elements: [Element], limit: Int, allowedFailures: Int,
-    token: CancellationToken, completion: @escaping @Sendable (Outcome) -> Void
+    token: CancellationToken, progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    completion: @escaping @Sendable (Outcome) -> Void
   ) {
     guard !elements.isEmpty else { return completion(.finished(values: [], failures: [])) }
     let join = FanOut(
       elements: elements, program: program, limit: limit, allowedFailures: allowedFailures,
-      token: token, completion: completion)
+      token: token, progress: progress, completion: completion)
     let handler = join.branches.onCancel { join.end(.cancelled) }
     join.state.withLock {
       $0.cancelHandler = handler
@@ -109,13 +126,27 @@ final class FanOut<Element: Sendable>: Sendable {
   }
 
   private func deliver(_ index: Int, _ result: AnyResult) {
+    var drains = false
     let next = state.withLock { state -> Next in
       guard !state.isDone else { return .nothing }
       state.running -= 1
       state.remaining -= 1
+      if progress != nil {
+        state.completed += 1
+        if case .failure = result { state.failed += 1 }
+        drains = state.reports.enqueue(
+          BatchProgress(
+            completed: state.completed, failed: state.failed, inFlight: state.running,
+            total: elements.count))
+      }
       switch result {
       case .success(let value):
         state.values[index] = value
+      case .failure(let error) where error is CancellationError:
+        // The element cancelled itself while the join was not cancelled: that cancels the
+        // whole, whatever the tolerance.
+        state.isDone = true
+        return .finish(.cancelled)
       case .failure(let error):
         state.failures.append(Failure(index: index, error: error))
         if state.failures.count > allowedFailures {
@@ -132,6 +163,9 @@ final class FanOut<Element: Sendable>: Sendable {
       state.isStarting = true
       return .startMore
     }
+    // Reports first: they run user code, and the next elements can wait for it, while a
+    // report left queued behind a long start loop would reach the user late.
+    if drains { drainReports() }
     switch next {
     case .nothing: return
     case .startMore: startElements()
@@ -152,7 +186,30 @@ final class FanOut<Element: Sendable>: Sendable {
     link.remove()
     state.withLock { $0.cancelHandler.take() }?.remove()
     // Stops the elements still running; `end` finds the join done and does nothing.
-    if case .tooManyFailures = outcome { branches.cancel() }
-    completion(outcome)
+    if case .finished = outcome {} else { branches.cancel() }
+    guard progress != nil else { return completion(outcome) }
+    // Behind the reports: a drainer at work delivers the outcome once it has delivered them.
+    let deliverNow = state.withLock { state in
+      guard state.reports.isDraining else { return true }
+      state.heldOutcome = outcome
+      return false
+    }
+    if deliverNow { completion(outcome) }
+  }
+
+  /// Delivers queued reports until none is left, then an outcome that waited for them.
+  private func drainReports() {
+    guard let progress else { return }
+    while true {
+      let (report, outcome) = state.withLock { state -> (BatchProgress?, Outcome?) in
+        if let report = state.reports.next() { return (report, nil) }
+        return (nil, state.heldOutcome.take())
+      }
+      guard let report else {
+        if let outcome { completion(outcome) }
+        return
+      }
+      progress(report)
+    }
   }
 }

@@ -1,0 +1,73 @@
+extension AsyncFunc {
+  /// Runs this function on every element of an array, at most `limit` at a time, and returns
+  /// every element's outcome in input order: its output, or the error it failed with.
+  ///
+  /// ``concurrentMap(limit:acceptableFailure:)`` keeps only the outputs; this keeps the failures
+  /// too, so that within the tolerance you still see which elements failed and why. Beyond the
+  /// tolerance the whole still fails with ``FailureRateExceeded``, cancels the elements still
+  /// running and starts no more. The default tolerance is ``FailureTolerance/unlimited``: asking
+  /// for every outcome usually means wanting them all. An element that fails with
+  /// `CancellationError` cancels the whole with `CancellationError`, as cancelling the run does;
+  /// it is never an entry in the results.
+  ///
+  /// ```swift
+  /// let parse = AsyncFunc<String, Int>.sync(name: "parse") { text in
+  ///   guard let number = Int(text) else { throw ParseError() }
+  ///   return number
+  /// }
+  /// let outcomes = try await parse.concurrentMapResults(limit: 2)(["1", "x", "3"])
+  /// print(outcomes.map { (try? $0.get()).map(String.init) ?? "failed" })
+  /// // prints ["1", "failed", "3"]
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - limit: The most elements running at once; at least 1.
+  ///   - acceptableFailure: How many elements may fail before the whole does.
+  ///   - progress: Called after each element finishes, as for
+  ///     ``concurrentMap(limit:acceptableFailure:progress:)``; `nil` for none.
+  /// - Returns: A function from the array to one `Result` per element, in input order.
+  /// - Complexity: O(*n*) time and memory for *n* elements, as
+  ///   ``concurrentMap(limit:acceptableFailure:)``.
+  public func concurrentMapResults(
+    limit: Int = .max, acceptableFailure: FailureTolerance = .unlimited,
+    progress: (@Sendable (BatchProgress) -> Void)? = nil
+  ) -> AsyncFunc<[Input], [Result<Output, any Error>]> {
+    precondition(
+      limit >= 1, "concurrentMapResults(limit: \(limit)): the limit must be at least 1")
+    let program = program
+    var arguments: [String] = []
+    if limit != .max { arguments.append("limit: \(limit)") }
+    if acceptableFailure != .unlimited {
+      arguments.append("acceptableFailure: \(acceptableFailure)")
+    }
+    return AsyncFunc<[Input], [Result<Output, any Error>]>(
+      label: Label(name: nil, fileID: #fileID, line: #line),
+      shape: .modified(
+        program, "concurrentMapResults(" + arguments.joined(separator: ", ") + ")")
+    ) { elements, token, complete in
+      let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
+      FanOut.run(
+        program, on: elements, limit: limit, allowedFailures: allowed, token: token,
+        progress: progress
+      ) { outcome in
+        switch outcome {
+        case .finished(let values, let failures):
+          var results = values.map { value -> Result<Output, any Error> in
+            // Overwritten below for the failed elements, whose value is `nil`.
+            value.map { .success(unbox($0, as: Output.self)) } ?? .failure(CancellationError())
+          }
+          for failure in failures { results[failure.index] = .failure(failure.error) }
+          complete(.success(results))
+        case .tooManyFailures(let failures):
+          complete(
+            .failure(
+              FailureRateExceeded(
+                failures: failures.map { .init(index: $0.index, error: $0.error) },
+                count: elements.count, tolerance: acceptableFailure)))
+        case .cancelled:
+          complete(.failure(CancellationError()))
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,318 @@
+/// The decisions of one iteration of a ``ConcurrentMapSequence``, as pure transitions.
+///
+/// Every method runs under the storage's lock, changes only this value, and returns what to
+/// do once the lock is released: a step for the consumer's loop, or ``Effects`` (a
+/// continuation to resume, cancellation, reports to drain). Two parties drive it: the
+/// consumer's task, which also pulls from the source inside its `next()` calls, and the
+/// element runs finishing on any thread.
+///
+/// Backpressure: at most `limit` elements run, and a pull is granted only while fewer than
+/// `bound` elements are in the stream (pulled and neither yielded nor skipped). `bound` is
+/// `limit` when unordered; when ordered it is `2 * limit`, the extra `limit` being the reorder
+/// window where outputs that finished early wait for an earlier one, and where elements
+/// pulled while `limit` run wait for a slot (`pending`): the thread that frees a slot starts
+/// one, so starting it wakes no other thread.
+struct ConcurrentMapStateMachine: Sendable {
+  typealias Waiter = UnsafeContinuation<Void, Never>
+
+  /// What the consumer's loop does next.
+  enum Step: Sendable {
+    /// Pull one element from the source; the slot is reserved.
+    case pull
+    /// Hand this to the caller of `next()`: an output, `nil` for the end, or the error.
+    case deliver(Result<AnyValue?, any Error>)
+    /// Suspend until woken, then ask again.
+    case wait
+  }
+
+  /// What to do outside the lock, in the order the storage does it.
+  struct Effects: Sendable {
+    var cancelsElements = false
+    var wakesConsumer: Waiter?
+    /// This thread has become the starter of pulled elements waiting for a slot.
+    var startsPending = false
+    /// This thread has become the progress drainer.
+    var drainsReports = false
+  }
+
+  private let limit: Int
+  private let bound: Int
+  private let ordered: Bool
+  private let tolerance: FailureTolerance
+  private let reportsProgress: Bool
+  /// How many slots must be free before a consumer waiting only for room is woken: a wake-up
+  /// costs a thread hand-off, so it is shared by a few pulls. An output ready, or the end,
+  /// wakes it at once.
+  private let wakeBatch: Int
+
+  /// How many elements the source has produced: the position of the next one.
+  private var pulled = 0
+  /// A pull was granted and has not delivered yet.
+  private var isPulling = false
+  private var sourceEnded = false
+  private var running = 0
+  /// Ordered: elements pulled into the reorder window while `limit` ran, each started by
+  /// the thread that frees a slot, so that no thread has to be woken to start it.
+  private var pending = FIFO<(index: Int, input: AnyValue)>()
+  private var pendingCount = 0
+  /// Some thread is starting pending elements.
+  private var isStarting = false
+  private var finished = 0
+  private var failed = 0
+  private var failures: [FailureRateExceeded.Failure] = []
+  /// Unordered: outputs in the order they finished.
+  private var ready = FIFO<AnyValue>()
+  private var readyCount = 0
+  /// Ordered: a slot per element pulled and not yet yielded or skipped.
+  private var window = ReorderWindow()
+  /// The error the stream ends with once set: the source's, the tolerance's, or
+  /// `CancellationError` for an element's own cancellation or the consumer giving up.
+  private var failure: (any Error)?
+  /// The consumer has been given the end (`nil` or the error); every later `next()` is `nil`.
+  private var isOver = false
+  /// The consumer, suspended in `next()`.
+  private var waiter: Waiter?
+  private(set) var reports = ProgressQueue()
+
+  init(limit: Int, ordered: Bool, tolerance: FailureTolerance, reportsProgress: Bool) {
+    self.limit = limit
+    self.bound = ordered ? (limit > Int.max / 2 ? Int.max : limit * 2) : limit
+    self.ordered = ordered
+    self.tolerance = tolerance
+    self.reportsProgress = reportsProgress
+    self.wakeBatch = Swift.max(1, Swift.min(limit / 4, 8))
+  }
+
+  // MARK: The consumer
+
+  /// The consumer's next step.
+  ///
+  /// Pulling an element that can start at once comes first, so that the slot an output's
+  /// taking frees is filled before the consumer goes off to use the output. Pulling ahead into
+  /// an ordered stream's window comes only when no output is ready, so that a slow source does
+  /// not hold back outputs that are.
+  mutating func nextStep() -> Step {
+    if isOver { return .deliver(.success(nil)) }
+    let canPull = failure == nil && !sourceEnded && freeSlots >= 1
+    if canPull && running + pendingCount < limit {
+      isPulling = true
+      return .pull
+    }
+    if let result = take() { return .deliver(result) }
+    if canPull {
+      isPulling = true
+      return .pull
+    }
+    return .wait
+  }
+
+  /// The consumer is about to suspend: woken at once if it could go on already.
+  mutating func consumerWaits(_ continuation: Waiter) -> Effects {
+    var effects = Effects()
+    if canProceed(freeing: 1) {
+      effects.wakesConsumer = continuation
+    } else {
+      waiter = continuation
+    }
+    return effects
+  }
+
+  /// The consumer stopped: it broke out of its loop or its task was cancelled.
+  mutating func consumerGone() -> Effects {
+    var effects = Effects()
+    guard !isOver, failure == nil else { return effects }
+    terminate(CancellationError(), &effects)
+    effects.wakesConsumer = wakeIfReady()
+    return effects
+  }
+
+  /// The next output in the order the stream promises, or the end once every report is out.
+  private mutating func take() -> Result<AnyValue?, any Error>? {
+    if ordered {
+      if case .value(let value)? = window.first {
+        _ = window.removeFirst()
+        dropSkipped()
+        return .success(value)
+      }
+    } else if let value = ready.popFirst() {
+      readyCount -= 1
+      return .success(value)
+    }
+    guard isEndReady else { return nil }
+    isOver = true
+    if let failure { return .failure(failure) }
+    return .success(nil)
+  }
+
+  /// Whether the end can be handed out: the stream has failed or everything is done, and the
+  /// last report has returned.
+  private var isEndReady: Bool {
+    guard !reports.isDraining else { return false }
+    return failure != nil || (sourceEnded && running == 0 && pendingCount == 0 && !isPulling)
+  }
+
+  private var hasOutput: Bool {
+    if ordered {
+      if case .value? = window.first { return true }
+      return false
+    }
+    return readyCount > 0
+  }
+
+  /// Whether the consumer would not wait: an output or the end is ready, or at least
+  /// `slots` slots are free to pull into.
+  private func canProceed(freeing slots: Int) -> Bool {
+    if isOver || hasOutput || isEndReady { return true }
+    return failure == nil && !sourceEnded && freeSlots >= slots
+  }
+
+  private mutating func wakeIfReady() -> Waiter? {
+    guard waiter != nil, canProceed(freeing: wakeBatch) else { return nil }
+    return waiter.take()
+  }
+
+  // MARK: The source
+
+  /// What the consumer does with an element it pulled.
+  enum Pulled: Sendable {
+    /// Start it now, as element `index`.
+    case start(Int)
+    /// It waits in the window for a slot; a completing element's thread starts it.
+    case queued
+    /// The stream has ended meanwhile: drop it.
+    case dropped
+  }
+
+  /// The source produced `input`.
+  mutating func pulledElement(_ input: AnyValue) -> Pulled {
+    isPulling = false
+    guard failure == nil else { return .dropped }
+    defer { pulled += 1 }
+    if ordered { window.append(.running) }
+    guard running < limit else {
+      pending.append((pulled, input))
+      pendingCount += 1
+      return .queued
+    }
+    running += 1
+    return .start(pulled)
+  }
+
+  /// The starter's next element, or `nil`, which ends its turn.
+  mutating func nextPending() -> (index: Int, input: AnyValue)? {
+    guard failure == nil, running < limit, let next = pending.popFirst() else {
+      isStarting = false
+      return nil
+    }
+    pendingCount -= 1
+    running += 1
+    return next
+  }
+
+  mutating func sourceFinished() -> Effects {
+    var effects = Effects()
+    isPulling = false
+    sourceEnded = true
+    guard failure == nil else { return effects }
+    // The total is known now: a ratio is judged as for an array.
+    if tolerance.isExceededInStream(failures: failed, finished: finished, total: pulled) {
+      terminate(exceeded(), &effects)
+    }
+    return effects
+  }
+
+  mutating func sourceFailed(_ error: any Error) -> Effects {
+    var effects = Effects()
+    isPulling = false
+    sourceEnded = true
+    guard failure == nil else { return effects }
+    terminate(error, &effects)
+    return effects
+  }
+
+  // MARK: The elements
+
+  mutating func elementFinished(_ index: Int, _ result: AnyResult) -> Effects {
+    var effects = Effects()
+    guard failure == nil else { return effects }  // Cancelled with the rest: not reported.
+    running -= 1
+    finished += 1
+    if case .failure = result { failed += 1 }
+    if reportsProgress {
+      effects.drainsReports = reports.enqueue(
+        BatchProgress(completed: finished, failed: failed, inFlight: running, total: nil))
+    }
+    switch result {
+    case .success(let value):
+      if ordered {
+        window.set(.value(value), at: index)
+      } else {
+        ready.append(value)
+        readyCount += 1
+      }
+    case .failure(let error) where error is CancellationError:
+      // The element cancelled itself: that cancels the stream, whatever the tolerance.
+      terminate(CancellationError(), &effects)
+    case .failure(let error):
+      // Kept for the error that would report them; a stream that tolerates everything only
+      // counts them, so that its memory stays flat however many fail.
+      if tolerance.canBeExceeded {
+        failures.append(FailureRateExceeded.Failure(index: index, error: error))
+      }
+      if tolerance.isExceededInStream(
+        failures: failed, finished: finished, total: sourceEnded ? pulled : nil)
+      {
+        terminate(exceeded(), &effects)
+      } else if ordered {
+        window.set(.skipped, at: index)
+        dropSkipped()
+      }
+    }
+    if pendingCount > 0 && failure == nil && !isStarting {
+      isStarting = true
+      effects.startsPending = true
+    }
+    effects.wakesConsumer = wakeIfReady()
+    return effects
+  }
+
+  // MARK: Progress
+
+  /// The drainer's next report, or `nil` with the consumer to wake now that the end (held
+  /// back until the last report returned) may be ready.
+  mutating func nextReport() -> (BatchProgress?, Effects) {
+    var effects = Effects()
+    if let report = reports.next() { return (report, effects) }
+    effects.wakesConsumer = wakeIfReady()
+    return (nil, effects)
+  }
+
+  // MARK: Helpers
+
+  /// How many more elements could be pulled now.
+  private var freeSlots: Int {
+    guard !isPulling else { return 0 }
+    // Ordered, the window may fill beyond the running elements: those wait as `pending`.
+    return ordered ? bound - window.count : limit - running - readyCount
+  }
+
+  private mutating func dropSkipped() {
+    while case .skipped? = window.first { _ = window.removeFirst() }
+  }
+
+  private func exceeded() -> FailureRateExceeded {
+    FailureRateExceeded(failures: failures, count: pulled, tolerance: tolerance)
+  }
+
+  /// Ends the stream with `error`: the running elements are cancelled, nothing more is pulled,
+  /// and outputs not yet taken are dropped.
+  private mutating func terminate(_ error: any Error, _ effects: inout Effects) {
+    failure = error
+    effects.cancelsElements = true
+    ready = FIFO()
+    readyCount = 0
+    pending = FIFO()
+    pendingCount = 0
+    window.removeAll()
+  }
+}

@@ -1,0 +1,111 @@
+/// One iteration of a ``ConcurrentMapSequence``: the state machine behind a lock, and the
+/// code that carries out its decisions outside the lock.
+///
+/// The consumer's own task pulls from the source, inside its `next()` calls and only when the
+/// machine grants a slot, so the source's iterator never leaves that task and need not be
+/// `Sendable`; no second task has to be woken for every pull. Elements run as interpreter runs
+/// on one token, cancelled as a whole when the stream ends early; no task per element, and no
+/// thread ever waits.
+final class ConcurrentMapStorage: Sendable {
+  private let program: Program
+  private let machine: Locked<ConcurrentMapStateMachine>
+  /// Every element's run; cancelled when the stream ends before its source does.
+  private let elements = CancellationToken()
+  private let progress: (@Sendable (BatchProgress) -> Void)?
+
+  init(
+    program: Program, limit: Int, ordered: Bool, tolerance: FailureTolerance,
+    progress: (@Sendable (BatchProgress) -> Void)?
+  ) {
+    self.program = program
+    self.progress = progress
+    machine = Locked(
+      ConcurrentMapStateMachine(
+        limit: limit, ordered: ordered, tolerance: tolerance, reportsProgress: progress != nil))
+  }
+
+  // MARK: The consumer
+
+  /// One `next()`: pulls into every free slot, then hands out an output or the end, waiting
+  /// when there is neither.
+  func next<Source: AsyncIteratorProtocol>(from source: inout Source?) async throws -> AnyValue?
+  where Source.Element: Sendable {
+    while true {
+      if Task.isCancelled { consumerGone() }
+      switch machine.withLock({ $0.nextStep() }) {
+      case .deliver(let result):
+        // At the end, however it came, the source's iteration ends: its iterator goes.
+        if case .success(let output) = result, output != nil {} else { source = nil }
+        return try result.get()
+      case .pull:
+        await pull(from: &source)
+      case .wait:
+        await withTaskCancellationHandler {
+          await withUnsafeContinuation { continuation in
+            execute(machine.withLock { $0.consumerWaits(continuation) })
+          }
+        } onCancel: {
+          consumerGone()
+        }
+      }
+    }
+  }
+
+  /// The consumer's task was cancelled, or its iterator released.
+  func consumerGone() {
+    execute(machine.withLock { $0.consumerGone() })
+  }
+
+  private func pull<Source: AsyncIteratorProtocol>(from source: inout Source?) async
+  where Source.Element: Sendable {
+    let input: Source.Element?
+    do {
+      input = try await source?.next()
+    } catch {
+      return execute(machine.withLock { $0.sourceFailed(error) })
+    }
+    guard let input else {
+      // A source may end early because the consumer's task was cancelled: that is the
+      // consumer giving up, not the source ending.
+      if Task.isCancelled { consumerGone() }
+      return execute(machine.withLock { $0.sourceFinished() })
+    }
+    guard case .start(let index) = machine.withLock({ $0.pulledElement(input) }) else { return }
+    start(index, input)
+  }
+
+  private func start(_ index: Int, _ input: AnyValue) {
+    // The stream reacts to cancellation itself, so the runs need no registration.
+    Run(token: elements, ownsCancellation: false) { result in
+      self.execute(self.machine.withLock { $0.elementFinished(index, result) })
+    }
+    .start(program, input)
+  }
+
+  /// The starter loop: one thread at a time, so an element that completes synchronously
+  /// only frees its slot and the loop starts the next one, on one stack frame.
+  private func startPending() {
+    while let (index, input) = machine.withLock({ $0.nextPending() }) {
+      start(index, input)
+    }
+  }
+
+  // MARK: Effects
+
+  private func execute(_ effects: ConcurrentMapStateMachine.Effects) {
+    if effects.cancelsElements { elements.cancel() }
+    effects.wakesConsumer?.resume()
+    if effects.drainsReports { drainReports() }
+    if effects.startsPending { startPending() }
+  }
+
+  /// Delivers the queued reports one at a time, then whatever waited for the last of them.
+  private func drainReports() {
+    guard let progress else { return }
+    while true {
+      let (report, effects) = machine.withLock { $0.nextReport() }
+      guard let report else { return execute(effects) }
+      progress(report)
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import AsyncCombinators
+import Dispatch
+import Synchronization
+
+/// The integers `0..<count`, produced on demand: a source that costs next to nothing and holds
+/// nothing, so that the stream's own cost and memory are what the figures show.
+struct Counting: AsyncSequence, Sendable {
+  let count: Int
+
+  func makeAsyncIterator() -> Iterator { Iterator(count: count) }
+
+  struct Iterator: AsyncIteratorProtocol {
+    let count: Int
+    var next = 0
+
+    mutating func next() async -> Int? {
+      guard next < count else { return nil }
+      defer { next += 1 }
+      return next
+    }
+  }
+}
+
+/// `concurrentMap(over:limit: 8)` over 100,000 elements whose body hops to a concurrent queue,
+/// against the array `concurrentMap(limit: 8)` of the same elements and the same hop: what
+/// streaming costs per element over holding the whole batch.
+func runConcurrentMapStreamScenario() {
+  let count = 100_000
+  let limit = 8
+  let queue = DispatchQueue(label: "bench.concurrentMapStream", attributes: .concurrent)
+  let hop = AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
+  let mapped = hop.concurrentMap(limit: limit)
+  let sums = Box()
+
+  func stream(ordered: Bool) -> Int {
+    let sum = Box()
+    waitFor { done in
+      Task {
+        var total = 0
+        for try await y in hop.concurrentMap(
+          over: Counting(count: count), limit: limit, ordered: ordered)
+        {
+          total &+= y
+        }
+        sum.value.store(total, ordering: .relaxed)
+        done()
+      }
+    }
+    return sum.value.load(ordering: .relaxed)
+  }
+
+  func array() -> Int {
+    let sum = Box()
+    waitFor { done in
+      mapped.run(Array(0..<count)) { result in
+        sum.value.store(try! result.get().reduce(0, &+), ordering: .relaxed)
+        done()
+      }
+    }
+    return sum.value.load(ordering: .relaxed)
+  }
+
+  let medians = medianNanoseconds([
+    { sums.value.store(array(), ordering: .relaxed) },
+    { precondition(stream(ordered: true) == sums.value.load(ordering: .relaxed), "differ") },
+    { precondition(stream(ordered: false) == sums.value.load(ordering: .relaxed), "differ") },
+  ])
+  let perElement = medians.map { $0 / Double(count) }
+  report(
+    "concurrentMap(over:), \(count), ordered", unit: "ns/element", ours: perElement[1],
+    baselines: [("array concurrentMap(limit: 8)", perElement[0])])
+  report(
+    "concurrentMap(over:), \(count), unordered", unit: "ns/element",
+    ours: perElement[2], baselines: [("array concurrentMap(limit: 8)", perElement[0])])
+}
+
+/// 1,000,000 elements through `concurrentMap(over:limit: 8)`, alone in a child process: the
+/// process's whole peak, which the stream promises stays under 64 MB.
+func runConcurrentMapStreamMemory(elements count: Int = 1_000_000) {
+  let queue = DispatchQueue(label: "bench.concurrentMapStream.memory", attributes: .concurrent)
+  let hop = AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
+  let taken = Box()
+  waitFor { done in
+    Task {
+      var outputs = 0
+      for try await _ in hop.concurrentMap(over: Counting(count: count), limit: 8) {
+        outputs += 1
+      }
+      taken.value.store(outputs, ordering: .relaxed)
+      done()
+    }
+  }
+  precondition(taken.value.load(ordering: .relaxed) == count, "outputs lost")
+  print("memory stream \(format(peakResidentMegabytes()))")
+}
+
+/// One million elements through the ordered stream (or, with `arrayInstead`, the array fold)
+/// and nothing else, for `perf stat` and valgrind: context switches are where the two differ.
+func runConcurrentMapStreamProfile(arrayInstead: Bool) {
+  let queue = DispatchQueue(label: "bench.concurrentMapStream.profile", attributes: .concurrent)
+  let hop = AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
+  let mapped = hop.concurrentMap(limit: 8)
+  for _ in 0..<10 {
+    if arrayInstead {
+      waitFor { done in mapped.run(Array(0..<100_000)) { _ in done() } }
+    } else {
+      waitFor { done in
+        Task {
+          for try await _ in hop.concurrentMap(over: Counting(count: 100_000), limit: 8) {}
+          done()
+        }
+      }
+    }
+  }
+}
