@@ -288,9 +288,11 @@ final class RunProbe: RunObserver {
   }
 
   func cancel(_ token: CancellationToken) {
-    token.cancel()
+    // Noted before cancelling: the cancellation ends running stages' events at once, and
+    // those ends must be told from the stages' own.
     let now = clock.now
     state.withLock { state in if state.cancelledAt == nil { state.cancelledAt = now } }
+    token.cancel()
   }
 
   private func completed(_ result: Result<Void, any Error>) {

@@ -182,3 +182,45 @@ import Testing
     await second.wait()
   }
 }
+
+/// A fold's limit counts bodies too: a timed-out element keeps its slot until it calls back.
+@Suite struct FoldLimitCountsRealWorkTests {
+  @Test func timed_out_elements_keep_their_slots_until_their_bodies_call_back() async {
+    let parking = Parking<Int, Int>()
+    let clock = TestClock()
+    let uploads = parking.function.timeout(.seconds(1), clock: clock)
+      .concurrentMap(limit: 2, acceptableFailure: .unlimited)
+    let done = Gate()
+    let outcome = Locked<Result<[Int], any Error>?>(nil)
+    uploads.run(Array(0..<4)) { result in
+      outcome.withLock { [result] in $0 = result }
+      done.open()
+    }
+    #expect(parking.started == 2)
+    clock.advance(by: .seconds(1))  // Both time out; neither body calls back.
+    #expect(parking.started == 2)
+    let first = parking.takeAll()
+    first[0].complete(.success(0))  // One body is done: its slot starts the next element.
+    #expect(parking.started == 3)
+    first[1].complete(.success(1))
+    #expect(parking.started == 4)
+    for run in parking.takeAll() { run.complete(.success(run.input)) }
+    await done.wait()
+    #expect((try? outcome.withLock { $0 }?.get()) == [2, 3])
+  }
+
+  @Test func a_cancelled_folds_bodies_keep_a_shared_limit_until_they_call_back() async {
+    let parking = Parking<Int, Int>()
+    let shared = parking.function.limit(2)
+    let token = shared.concurrentMap().run([0, 1]) { _ in }
+    #expect(parking.started == 2)
+    token.cancel()
+    let next = Gate()
+    shared.run(9) { _ in next.open() }
+    #expect(parking.started == 2)  // Cancelled, but both bodies still hold the gate.
+    parking.takeAll()[0].complete(.success(0))
+    #expect(parking.started == 3)
+    parking.takeAll()[0].complete(.success(9))
+    await next.wait()
+  }
+}

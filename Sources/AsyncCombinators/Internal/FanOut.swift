@@ -15,11 +15,20 @@ import Synchronization
 /// cancellation does the same with `CancellationError`, and so does an element that fails
 /// with `CancellationError` itself: cancellation is never a tolerated failure.
 ///
+/// A limit counts real work: when `limit` is below the number of elements, each element runs
+/// on a child token carrying its own ``InFlightWork``, and its slot comes back only when no
+/// body it started is still working, though its result was recorded at once (a timed-out
+/// element whose upload ignores cancellation keeps its slot until the upload calls back).
+/// Without a limit there is nothing to hold back, and elements share the branch token.
+///
+/// Elements report to the join directly, as the branches of a fork-join do: an element that
+/// is one callback stage runs without a `Run` around it.
+///
 /// With a `progress` closure, every delivered element queues a ``BatchProgress`` under the
 /// lock, and one thread at a time drains the queue (``ProgressQueue``). The outcome waits
 /// behind the reports: while a drainer is at work it is parked in `heldOutcome` and the
 /// drainer delivers it after the last report.
-final class FanOut<Element: Sendable>: Sendable {
+final class FanOut<Element: Sendable>: StageSink {
   struct Failure: Sendable {
     let index: Int
     let error: any Error
@@ -119,24 +128,55 @@ final class FanOut<Element: Sendable>: Sendable {
         return state.next
       }
       guard let index else { return }
-      // The join reacts to cancellation itself, so the element runs need no registration.
-      Run(token: branches, ownsCancellation: false) { self.deliver(index, $0) }
-        .start(program, elements[index])
+      // The join reacts to cancellation itself, so the elements need no registration.
+      guard countsBodies else {
+        program.start(elements[index], token: branches, sink: self, branch: index)
+        continue
+      }
+      let work = InFlightWork(within: branches.inFlight) { self.slotFreed() }
+      let (element, link) = branches.makeChild(counting: work)
+      program.start(
+        elements[index], token: element, sink: ElementSink(self, work, link), branch: index)
     }
   }
 
+  /// Whether an element's slot waits for its bodies rather than its result.
+  private var countsBodies: Bool { limit < elements.count }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
+    deliver(index, .success(value))
+  }
+
+  func stageFailed(_ error: any Error, branch index: Int) {
+    deliver(index, .failure(error))
+  }
+
+  /// An element whose bodies have all called back gives its slot to the next element.
+  private func slotFreed() {
+    let startMore = state.withLock { state -> Bool in
+      state.running -= 1
+      guard !state.isDone, !state.isStarting, state.next < elements.count else { return false }
+      state.isStarting = true
+      return true
+    }
+    if startMore { startElements() }
+  }
+
   private func deliver(_ index: Int, _ result: AnyResult) {
+    // A result that races the parent's cancellation is the cancellation, as in a `Run`.
+    if branches.isCancelled { return end(.cancelled) }
     var drains = false
     let next = state.withLock { state -> Next in
       guard !state.isDone else { return .nothing }
-      state.running -= 1
+      if !countsBodies { state.running -= 1 }
       state.remaining -= 1
       if progress != nil {
         state.completed += 1
         if case .failure = result { state.failed += 1 }
         drains = state.reports.enqueue(
           BatchProgress(
-            completed: state.completed, failed: state.failed, inFlight: state.running,
+            completed: state.completed, failed: state.failed,
+            inFlight: state.next - state.completed,
             total: elements.count))
       }
       switch result {
@@ -159,7 +199,9 @@ final class FanOut<Element: Sendable>: Sendable {
         defer { state.values = [] }
         return .finish(.finished(values: state.values, failures: state.failures))
       }
-      guard !state.isStarting, state.next < elements.count else { return .nothing }
+      guard !countsBodies, !state.isStarting, state.next < elements.count else {
+        return .nothing
+      }
       state.isStarting = true
       return .startMore
     }
@@ -211,5 +253,32 @@ final class FanOut<Element: Sendable>: Sendable {
       }
       progress(report)
     }
+  }
+}
+
+/// Where an element of a limited fold reports: its result goes to the join at once, and gives
+/// up its hold on the element's slot, which comes back once no body of it is in flight.
+private final class ElementSink<Element: Sendable>: StageSink {
+  private let join: FanOut<Element>
+  private let work: InFlightWork
+  private let link: CancellationToken.Registration
+
+  init(_ join: FanOut<Element>, _ work: InFlightWork, _ link: CancellationToken.Registration) {
+    self.join = join
+    self.work = work
+    self.link = link
+  }
+
+  /// The element's completion is gone: its token's handlers need no more forwarding.
+  deinit { link.remove() }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
+    join.stageSucceeded(value, branch: branch)
+    work.leave()
+  }
+
+  func stageFailed(_ error: any Error, branch: Int) {
+    join.stageFailed(error, branch: branch)
+    work.leave()
   }
 }
