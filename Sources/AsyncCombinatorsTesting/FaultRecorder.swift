@@ -14,9 +14,11 @@ import AsyncCombinators
 ///   complete(.success(x))
 /// }
 /// twice.run(1) { _ in }
-/// print(recorder.violations(named: "twice-example").map(\.kind))
-/// // prints [AsyncCombinators.ContractViolation.Kind.completionCalledTwice]
+/// print(recorder.violations(named: "twice-example").map(\.kind))  // [.completionCalledTwice]
 /// ```
+///
+/// (The doc tests only type-check this example: they run every example in one process, where
+/// others set the fault response themselves.)
 public final class FaultRecorder: Sendable {
   /// The process's recorder; the first use installs it as the fault response.
   public static let shared: FaultRecorder = {
