@@ -14,11 +14,16 @@ extension AsyncFunc where Input == Output {
   /// - Parameters:
   ///   - duration: How long to wait; not negative.
   ///   - clock: The clock the wait is measured on; `ContinuousClock()` unless given.
+  ///   - file: The caller's file, named when `duration` is negative.
+  ///   - line: The caller's line, named when `duration` is negative.
   /// - Returns: A function that outputs its input, later.
-  public static func delay<C: Clock>(_ duration: Duration, clock: C = ContinuousClock())
-    -> AsyncFunc
-  where C.Duration == Duration {
-    precondition(duration >= .zero, "delay(\(duration)): the duration must not be negative")
+  public static func delay<C: Clock>(
+    _ duration: Duration, clock: C = ContinuousClock(), file: StaticString = #fileID,
+    line: UInt = #line
+  ) -> AsyncFunc where C.Duration == Duration {
+    precondition(
+      duration >= .zero, "delay(\(duration)): the duration must not be negative", file: file,
+      line: line)
     return AsyncFunc(label: Label(name: "delay(\(duration))", fileID: #fileID, line: #line)) {
       input, token, complete in
       OneShotTimer.after(duration, clock: clock, token: token) { complete(.success(input)) }

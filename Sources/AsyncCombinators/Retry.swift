@@ -28,18 +28,25 @@ extension AsyncFunc {
   ///   - backoff: What each wait is multiplied by for the next; at least 1.
   ///   - shouldRetry: Whether an error is worth another attempt (transient, say).
   ///   - clock: The clock the waits are measured on; `ContinuousClock()` unless given.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
   /// - Returns: A function with the same input and output.
   /// - Complexity: At most `times + 1` runs of this function; attempts that fail
   ///   synchronously run in a loop, not one stack frame each.
   public func retry<C: Clock>(
     _ times: Int, delay: Duration = .zero, backoff: Double = 1,
     if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
-    clock: C = ContinuousClock()
+    clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(times >= 0, "retry(\(times)): the number of retries must not be negative")
-    precondition(delay >= .zero, "retry(delay: \(delay)): the delay must not be negative")
     precondition(
-      backoff >= 1 && backoff.isFinite, "retry(backoff: \(backoff)): the backoff must be >= 1")
+      times >= 0, "retry(\(times)): the number of retries must not be negative", file: file,
+      line: line)
+    precondition(
+      delay >= .zero, "retry(delay: \(delay)): the delay must not be negative", file: file,
+      line: line)
+    precondition(
+      backoff >= 1 && backoff.isFinite, "retry(backoff: \(backoff)): the backoff must be >= 1",
+      file: file, line: line)
     let policy = RetryPolicy(
       times: times, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
       clock: TimerClock(clock))

@@ -39,33 +39,67 @@ extension AsyncFunc {
   ///   - duration: The time allowed, from the start of the run; not negative. Zero times out
   ///     anything that does not complete synchronously.
   ///   - clock: The clock the deadline is measured on; `ContinuousClock()` unless given.
+  ///   - file: The caller's file, named when `duration` is negative.
+  ///   - line: The caller's line, named when `duration` is negative.
   /// - Returns: A function with the same input and output, bounded in time.
-  public func timeout<C: Clock>(_ duration: Duration, clock: C = ContinuousClock()) -> AsyncFunc
-  where C.Duration == Duration {
-    precondition(duration >= .zero, "timeout(\(duration)): the duration must not be negative")
-    let inner = self
-    return AsyncFunc(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, "timeout(\(duration))")
-    ) { input, token, complete in
+  public func timeout<C: Clock>(
+    _ duration: Duration, clock: C = ContinuousClock(), file: StaticString = #fileID,
+    line: UInt = #line
+  ) -> AsyncFunc where C.Duration == Duration {
+    precondition(
+      duration >= .zero, "timeout(\(duration)): the duration must not be negative", file: file,
+      line: line)
+    let inner = program
+    return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, completion in
       let (child, link) = token.makeChild()
-      let decided = Once()
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = TimerDeadline(after: duration, on: clock)
-      inner.run(input, token: child) { result in
-        guard decided.claim() else { return }
-        link.remove()
-        child.cancel()  // Stops the timer, if it was armed.
-        complete(result)
-      }
+      let race = Deadline(completion, child, link)
+      inner.start(input, token: child, sink: race)
       // A result that arrived during the start has cancelled `child`: no timer is needed.
       guard !child.isCancelled else { return }
-      deadline.arm(token: child) {
-        guard decided.claim() else { return }
-        link.remove()
-        child.cancel()  // Stops the inner run.
-        complete(.failure(TimeoutError(duration: duration)))
-      }
+      deadline.arm(token: child) { race.expire(TimeoutError(duration: duration)) }
     }
+  }
+}
+
+/// Where a `timeout` stage's inner function reports, racing its timer: whichever comes first
+/// completes the stage and cancels the other (the inner run, or the timer).
+private final class Deadline: StageSink {
+  private let completion: StageCompletion
+  private let child: CancellationToken
+  private let link: CancellationToken.Registration
+  private let decided = Once()
+
+  init(
+    _ completion: StageCompletion, _ child: CancellationToken,
+    _ link: CancellationToken.Registration
+  ) {
+    self.completion = completion
+    self.child = child
+    self.link = link
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    let value = value
+    guard decide() else { return }
+    completion.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    guard decide() else { return }
+    completion.fail(error)
+  }
+
+  func expire(_ error: TimeoutError) {
+    guard decide() else { return }
+    completion.fail(error)
+  }
+
+  private func decide() -> Bool {
+    guard decided.claim() else { return false }
+    link.remove()
+    child.cancel()  // Stops the timer, or the inner run.
+    return true
   }
 }

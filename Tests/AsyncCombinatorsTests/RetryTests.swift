@@ -181,9 +181,13 @@ import Testing
         == "upload.retry(1, delay: 1.0 seconds, backoff: 2.0)")
   }
 
-  @Test func negative_retries_are_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) {
-      _ = AsyncFunc<Int, Int>.identity.retry(-1)
-    }
+  @Test func negative_retries_are_a_precondition_failure_naming_the_callers_line() async throws {
+    let result = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.identity.retry(-1)
+      })
+    let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("retry(-1): the number of retries must not be negative"))
+    #expect(message.contains("RetryTests.swift"))
   }
 }

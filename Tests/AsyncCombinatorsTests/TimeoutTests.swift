@@ -87,9 +87,24 @@ import Testing
       "\(TimeoutError(duration: .seconds(2)))" == "TimeoutError: no result within 2.0 seconds")
   }
 
-  @Test func a_negative_duration_is_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) {
-      _ = AsyncFunc<Int, Int>.identity.timeout(.seconds(-1))
-    }
+  @Test func a_negative_duration_is_a_precondition_failure_naming_the_callers_line()
+    async throws
+  {
+    let result = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.identity.timeout(.seconds(-1))
+      })
+    let message = String(decoding: result.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("the duration must not be negative"))
+    #expect(message.contains("TimeoutTests.swift"))
+  }
+
+  @Test func a_negative_delay_names_the_callers_line() async throws {
+    let result = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.delay(.seconds(-1))
+      })
+    #expect(
+      String(decoding: result.standardErrorContent, as: UTF8.self).contains("TimeoutTests.swift"))
   }
 }

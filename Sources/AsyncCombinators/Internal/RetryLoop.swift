@@ -46,7 +46,7 @@ final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
     guard enter else { return }
     var again = true
     while again {
-      inner.run(input, token: token) { self.attemptEnded($0) }
+      inner.runNested(input, token: token) { self.attemptEnded($0) }
       again = state.withLock { state in
         defer { state.again = false }
         if !state.again { state.inLoop = false }
