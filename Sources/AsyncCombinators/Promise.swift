@@ -61,7 +61,7 @@ public struct Promise<Value: Sendable>: Sendable {
   public func flatMap<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> Promise<U>
   ) -> Promise<U> {
-    Promise<U>(chain +> .block(on: queue, body) +> .flatten)
+    Promise<U>(chain +> .flatBlock(on: queue, name: "flatMap", body))
   }
 
   /// Runs `body` once the chain so far has finished: succeeded, failed or been cancelled.
@@ -76,7 +76,7 @@ public struct Promise<Value: Sendable>: Sendable {
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () -> Void
   ) -> Promise {
     Promise(
-      AsyncFunc(name: "always") { _, token, complete in
+      AsyncFunc(wrapping: chain, call: "always { … }") { _, token, complete in
         chain.run((), token: token) { result in
           (queue ?? .global()).async {
             body()
@@ -157,23 +157,32 @@ extension Promise where Value == Void {
 
 extension AsyncFunc {
   /// A stage that runs a synchronous body on `queue` (a global one by default); it skips the
-  /// body when the run was cancelled while it waited for the queue.
+  /// body when the run was cancelled while it waited for the queue. `name` is the facade
+  /// method, so that a promise describes as its blocks: `firstly +> then +> flatMap`.
   static func block(
-    on queue: DispatchQueue?, _ body: @escaping @Sendable (Input) throws -> Output
+    on queue: DispatchQueue?, name: String = "then",
+    _ body: @escaping @Sendable (Input) throws -> Output
   ) -> AsyncFunc {
-    AsyncFunc(name: "then") { input, token, complete in
+    AsyncFunc(name: name) { input, token, complete in
       (queue ?? .global()).async {
         complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(input) })
       }
     }
   }
-}
 
-extension AsyncFunc where Input == Promise<Output> {
-  /// A stage that runs the promise it receives, as part of the same run.
-  static var flatten: AsyncFunc {
-    AsyncFunc(name: "flatten") { promise, token, complete in
-      promise.chain.run((), token: token, completion: complete)
+  /// A block whose body returns a promise, which then runs as part of the same run: the
+  /// stage of `flatMap`, and of a `firstly` whose body is a promise.
+  static func flatBlock(
+    on queue: DispatchQueue?, name: String,
+    _ body: @escaping @Sendable (Input) throws -> Promise<Output>
+  ) -> AsyncFunc {
+    AsyncFunc(name: name) { input, token, complete in
+      (queue ?? .global()).async {
+        guard !token.isCancelled else { return complete(.failure(CancellationError())) }
+        let promise: Promise<Output>
+        do { promise = try body(input) } catch { return complete(.failure(error)) }
+        promise.chain.run((), token: token, completion: complete)
+      }
     }
   }
 }

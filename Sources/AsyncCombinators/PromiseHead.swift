@@ -91,7 +91,7 @@ public func firstly<T>(
   on queue: DispatchQueue? = nil,
   @PromiseHeadBuilder _ body: @escaping @Sendable () throws -> Promise<T>
 ) -> Promise<T> {
-  Promise.start.flatMap(on: queue) { _ in try body() }
+  Promise(.flatBlock(on: queue, name: "firstly") { _ in try body() })
 }
 
 /// Starts a chain with `body`, a body with statements, such as `return`, that
@@ -115,7 +115,7 @@ public func firstly<T>(
 public func firstly<T>(
   on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () throws -> T
 ) -> Promise<T> {
-  Promise.start.then(on: queue) { _ in try body() }
+  Promise(.block(on: queue, name: "firstly") { _ in try body() })
 }
 
 /// Runs both bodies at once, each on `queue` (a global one when `nil`); the value is the pair.

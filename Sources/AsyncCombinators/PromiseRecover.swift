@@ -44,7 +44,7 @@ extension Promise {
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (any Error) throws -> Value
   ) -> Promise {
     Promise(
-      AsyncFunc(name: "recover") { _, token, complete in
+      AsyncFunc(wrapping: chain, call: "recover { … }") { _, token, complete in
         chain.run((), token: token) { result in
           guard case .failure(let error) = result, !(error is CancellationError) else {
             return complete(result)

@@ -99,4 +99,45 @@ import Testing
     for _ in 0..<2 { await withCheckedContinuation { done in queue.async { done.resume() } } }
     #expect(reported.all.isEmpty)
   }
+
+  // The one rule, on each operation: a part's own CancellationError ends the whole, bare.
+
+  @Test func a_timeouts_inner_cancellation_passes_through_and_removes_the_timer() async {
+    let clock = TestClock()
+    let cancels = AsyncFunc<Int, Int>.sync { _ in throw CancellationError() }
+    let result = await runToCompletion(cancels.timeout(.seconds(5), clock: clock), 0)
+    #expect(isPlainCancellation(result))
+    #expect(clock.pendingCount == 0)
+  }
+
+  @Test func a_branchs_own_cancellation_ends_parallel_bare_and_cancels_the_others() async {
+    let parking = Parking<Int, Int>()
+    let cancels = AsyncFunc<Int, Int>.sync { _ in throw CancellationError() }
+    let result = await runToCompletion(parallel(parking.function, cancels, parking.function), 0)
+    #expect(isPlainCancellation(result))
+    #expect(parking.takeAll().allSatisfy { $0.token.isCancelled })
+  }
+
+  @Test func a_contenders_own_cancellation_ends_the_race_bare() async {
+    let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(1) }
+    let cancels = AsyncFunc<Int, Int>.sync { _ in throw CancellationError() }
+    let result = await runToCompletion(AsyncFunc.race([failing, cancels, failing]), 0)
+    #expect(isPlainCancellation(result))
+  }
+
+  @Test func settled_and_recover_with_pass_an_inner_cancellation_through() async {
+    let cancels = AsyncFunc<Int, Int>.sync { _ in throw CancellationError() }
+    #expect(isPlainCancellation(await runToCompletion(cancels.settled(), 0)))
+    let fallback = AsyncFunc<any Error, Int>.sync { _ in 0 }
+    #expect(isPlainCancellation(await runToCompletion(cancels.recover(with: fallback), 0)))
+  }
+
+  @Test func an_elements_own_cancellation_is_not_tolerated_even_when_everything_is() async {
+    let cancelsOne = AsyncFunc<Int, Int>.sync { x in
+      if x == 2 { throw CancellationError() }
+      return x
+    }
+    let map = cancelsOne.concurrentMap(limit: 1, acceptableFailure: .unlimited)
+    #expect(isPlainCancellation(await runToCompletion(map, [1, 2, 3])))
+  }
 }

@@ -147,3 +147,12 @@ import Testing
     #expect(try await firstly { firstly { firstly { 3 } } }.value == 3)
   }
 }
+
+@Suite struct PromiseDescriptionTests {
+  @Test func a_promise_describes_its_blocks_in_order_not_its_plumbing() {
+    let chain = firstly { 1 }.then { $0 + 1 }.flatMap { x in firstly { x } }.then { $0 }
+    #expect("\(chain.chain)" == "firstly +> then +> flatMap +> then")
+    let guarded = firstly { 1 }.then { $0 + 1 }.recover { _ in 0 }.always {}
+    #expect("\(guarded.chain)" == "(firstly +> then).recover { … }.always { … }")
+  }
+}
