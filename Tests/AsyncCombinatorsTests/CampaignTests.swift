@@ -10,7 +10,10 @@ import Testing
 /// it may end with. Failures are modelled as "some failure": which stage's error wins a race
 /// between branches is not fixed.
 private indirect enum Pipe: CustomStringConvertible {
-  enum Outcome: Hashable { case value(Int), failed }
+  enum Outcome: Hashable {
+    case value(Int)
+    case failed
+  }
 
   case chain(RandomChain)
   case serial(Pipe, Pipe)
