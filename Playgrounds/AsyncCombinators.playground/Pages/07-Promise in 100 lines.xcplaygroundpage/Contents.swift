@@ -1,7 +1,7 @@
 /*:
  # Promise in 100 lines
 
- `Sources/AsyncCombinators/Promise.swift` rebuilds the article's PromiseKit-style interface —
+ `Sources/AsyncCombinators/Facade/Promise.swift` rebuilds the article's PromiseKit-style interface —
  `firstly`, `then`, `when`, `always`, `error` — on nothing but `AsyncFunc`, `+>` and `<>`.
  No locks, no busy-waits: every line is one of the two operators applied to the right stage.
  */
