@@ -1,6 +1,6 @@
 import Dispatch
 
-/// The error of a run that ``AsyncFunc/timeout(_:clock:)`` stopped because it took too long.
+/// The error of a run that ``AsyncFunc/timeout(_:clock:file:line:)`` stopped because it took too long.
 public struct TimeoutError: Error, Equatable, CustomStringConvertible {
   /// The time the run was given.
   public let duration: Duration
