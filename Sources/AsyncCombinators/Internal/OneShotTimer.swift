@@ -4,7 +4,7 @@ import Synchronization
 /// A one-shot timer that a run's cancellation stops, on whichever clock an operator was given.
 ///
 /// Used by `retry`'s delay, `timeout` and `delay`. `ContinuousClock`, the default, keeps the
-/// fast path: one Dispatch work item on a global queue. A ``TimerSchedulingClock`` (the test
+/// fast path: an entry in ``SharedTimers``, one Dispatch timer source for all of them. A ``TimerSchedulingClock`` (the test
 /// clock) schedules the timer itself. Any other clock is honoured through its
 /// `sleep(until:tolerance:)`: one task per pending timer, cancelled with the run.
 enum OneShotTimer {
@@ -57,9 +57,7 @@ struct TimerDeadline<C: Clock>: Sendable where C.Duration == Duration {
     }
     switch kind {
     case .dispatch(let deadline):
-      let item = WorkItem(finishThenFire)
-      link.connect(token, to: item)
-      DispatchQueue.global().asyncAfter(deadline: deadline, execute: item.item)
+      link.connect(token, to: SharedTimers.shared.schedule(at: deadline, finishThenFire))
     case .clock(let clock, let deadline):
       if let scheduling = clock as? any TimerSchedulingClock {
         // The clock may fire at once, before `connect`: the link then unregisters itself.
@@ -80,37 +78,6 @@ struct TimerDeadline<C: Clock>: Sendable where C.Duration == Duration {
   ) -> any Cancellable {
     // `clock` was `C` cast to the protocol, so `S.Instant` is `C.Instant`.
     clock.scheduleTimer(at: deadline as! S.Instant, fire)
-  }
-}
-
-/// A `DispatchWorkItem` as a ``Cancellable``.
-///
-/// Dispatch keeps a cancelled item, and its block, until the deadline passes. The block
-/// therefore holds only a box, which cancelling empties: a cancelled 30-second timeout does
-/// not keep its run's completion alive for 30 seconds.
-private final class WorkItem: Cancellable {
-  /// The work until it runs or is cancelled.
-  private final class Pending: Sendable {
-    let work: Locked<(@Sendable () -> Void)?>
-    init(_ work: @escaping @Sendable () -> Void) { self.work = Locked(work) }
-    func take() -> (@Sendable () -> Void)? { work.withLock { $0.take() } }
-  }
-
-  private let pending: Pending
-  // `DispatchWorkItem` is thread-safe (libdispatch guards its state); it is only not
-  // annotated as `Sendable` on every platform.
-  nonisolated(unsafe) let item: DispatchWorkItem
-
-  init(_ work: @escaping @Sendable () -> Void) {
-    let pending = Pending(work)
-    self.pending = pending
-    item = DispatchWorkItem { pending.take()?() }
-  }
-
-  func cancel() {
-    let work = pending.take()
-    item.cancel()
-    _ = work  // Released outside the lock: releasing the closure may run deinits.
   }
 }
 
