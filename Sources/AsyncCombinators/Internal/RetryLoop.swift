@@ -6,7 +6,10 @@ import Synchronization
 /// fails synchronously sets `again` and returns, and the loop starts the next one, so a
 /// thousand synchronous failures use one stack frame. An attempt that fails later, after the
 /// loop has exited, re-enters the loop on its own thread (or the retry timer's).
-final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
+///
+/// Each attempt starts the inner program directly and reports to the loop, as a modifier's
+/// inner function reports to its sink: no run of its own, no registration.
+final class RetryLoop<Output: Sendable>: StageSink {
   private struct State {
     var attempts = 0
     /// Whether a thread is in `loop()` and will start the next attempt when asked.
@@ -14,22 +17,22 @@ final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
     var again = false
   }
 
-  private let inner: AsyncFunc<Input, Output>
-  private let input: Input
+  private let inner: Program
+  private let input: AnyValue
   private let token: CancellationToken
   private let policy: RetryPolicy
-  private let complete: AsyncFunc<Input, Output>.Completion
+  private let completion: StageCompletion
   private let state = Locked(State())
 
   init(
-    _ inner: AsyncFunc<Input, Output>, input: Input, token: CancellationToken,
-    policy: RetryPolicy, complete: @escaping AsyncFunc<Input, Output>.Completion
+    _ inner: Program, input: AnyValue, token: CancellationToken, policy: RetryPolicy,
+    completion: StageCompletion
   ) {
     self.inner = inner
     self.input = input
     self.token = token
     self.policy = policy
-    self.complete = complete
+    self.completion = completion
   }
 
   func start() { startAttempt() }
@@ -46,7 +49,7 @@ final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
     guard enter else { return }
     var again = true
     while again {
-      inner.runNested(input, token: token) { self.attemptEnded($0) }
+      inner.start(input, token: token, sink: self)
       again = state.withLock { state in
         defer { state.again = false }
         if !state.again { state.inLoop = false }
@@ -55,14 +58,24 @@ final class RetryLoop<Input: Sendable, Output: Sendable>: Sendable {
     }
   }
 
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    attemptEnded(.success(unbox(value)))
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    attemptEnded(.failure(error))
+  }
+
   private func attemptEnded(_ result: Result<Output, any Error>) {
     let attempt = state.withLock { state in
       state.attempts += 1
       return state.attempts
     }
     switch policy.step(after: result, attempt: attempt, isCancelled: token.isCancelled) {
-    case .finish(let result):
-      complete(result)
+    case .finish(.success(let value)):
+      completion.succeed(value)
+    case .finish(.failure(let error)):
+      completion.fail(error)
     case .retry(after: let wait):
       if wait > .zero {
         policy.clock.after(wait, token) { self.startAttempt() }

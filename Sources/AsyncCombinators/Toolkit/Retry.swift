@@ -53,12 +53,10 @@ extension AsyncFunc {
     var call = "retry(\(times)"
     if delay > .zero { call += ", delay: \(delay)" }
     if backoff != 1 { call += ", backoff: \(backoff)" }
-    let inner = self
-    return AsyncFunc(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, call + ")")
-    ) { input, token, complete in
-      RetryLoop(inner, input: input, token: token, policy: policy, complete: complete).start()
+    let inner = program
+    return AsyncFunc(modifying: inner, call: call + ")") { input, token, completion in
+      RetryLoop<Output>(inner, input: input, token: token, policy: policy, completion: completion)
+        .start()
     }
   }
 }
