@@ -321,23 +321,19 @@ final class RunProbe: RunObserver {
   }
 
   func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-    let now = clock.now
-    state.withLock { state in
-      // The run cancelled a running stage: its body has not called back yet. Keep it open
-      // until it does (`stageCalledBackAfterCancellation`), or forever if it never does.
-      if outcome == .cancelled, state.cancelledAt != nil { return }
-      state.open[stage.id] = nil
-      guard isLate(state, now) else { return }
-      let after = "\(outcome) \(now - state.cancelledAt!) after the cancellation"
-      state.breaches.append(
-        outcome == .succeeded
-          ? (.valueDeliveredAfterCancellation, stage.name, after)
-          : (.completionCalledAfterCancellation, stage.name, after))
-    }
+    // The run cancelled a running stage: its body has not called back yet. Keep it open
+    // until it does (`stageCalledBackAfterCancellation`), or forever if it never does.
+    let cancelledByItsRun = outcome == .cancelled && state.withLock { $0.cancelledAt != nil }
+    if !cancelledByItsRun { bodyEnded(stage, outcome) }
   }
 
   func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {
-    // The body's own call, which the run ignored: judged as any end is.
+    bodyEnded(stage, outcome)  // The body's own call, which the run ignored.
+  }
+
+  /// The stage's body called back (or released its completion): judged against the time of
+  /// the cancellation.
+  private func bodyEnded(_ stage: StageRecord, _ outcome: StageOutcome) {
     let now = clock.now
     state.withLock { state in
       state.open[stage.id] = nil
