@@ -30,6 +30,13 @@ if arguments.first == "--modifiers" {
   runModifierScenario(widths: widths.isEmpty ? [10_000, 40_000, 160_000] : widths)
   exit(0)
 }
+if arguments.first == "--promise" {
+  // The promise and hop rows alone, optionally at other lengths: `--promise 100 4000`.
+  let lengths = arguments.dropFirst().compactMap { Int($0) }
+  for links in lengths.isEmpty ? [1_000] : lengths { runPromiseScenario(links: links) }
+  runHopScenario()
+  exit(0)
+}
 if arguments.first == "--parallel" {
   runParallelScenario()
   exit(0)

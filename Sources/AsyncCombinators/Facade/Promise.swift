@@ -163,11 +163,13 @@ extension AsyncFunc {
     on queue: DispatchQueue?, name: String = "then",
     _ body: @escaping @Sendable (Input) throws -> Output
   ) -> AsyncFunc {
-    AsyncFunc(name: name) { input, token, complete in
-      (queue ?? .global()).async {
-        complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(input) })
-      }
-    }
+    // A hop, then the body as a synchronous stage: the run parks before the block is queued,
+    // and goes on on the queue's thread, as a hand-written hop does. The stage's own check of
+    // the token skips the body when the run was cancelled meanwhile.
+    let label = Label(name: name, fileID: #fileID, line: #line)
+    let run = Program.direct(
+      DirectStage(shape: .stage(label), label: label) { try body(unbox($0)) })
+    return AsyncFunc(program: .serial(SerialNode(.hop(HopNode(queue ?? .global())), run)))
   }
 
   /// A block whose body returns a promise, which then runs as part of the same run: the

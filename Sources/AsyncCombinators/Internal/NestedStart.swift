@@ -32,7 +32,7 @@ extension Program {
       }
       event?.end(.succeeded)
       sink.stageSucceeded(value, branch: branch)
-    case .serial, .sequence:
+    case .serial, .sequence, .hop:
       Run(token: token, ownsCancellation: false) { result in
         switch result {
         case .success(let value): sink.stageSucceeded(value, branch: branch)

@@ -64,12 +64,15 @@ enum Program: Sendable {
   case serial(SerialNode)
   /// The serial fold of an array; empty is the identity.
   case sequence([Program])
+  /// A hop: the run parks, and the performer resumes it with the same value. Nothing can
+  /// complete twice or race the start, so it needs no completion object.
+  case hop(HopNode)
 
   var shape: Shape {
     switch self {
     case .callback(let stage): stage.shape
     case .direct(let stage): stage.shape
-    case .serial, .sequence: .hidden
+    case .serial, .sequence, .hop: .hidden
     }
   }
 }
@@ -142,6 +145,14 @@ final class DirectStage: Sendable {
     self.label = label
     self.body = body
   }
+}
+
+/// Where a `.hop` resumes its run.
+@usableFromInline
+final class HopNode: Sendable {
+  let performer: any BlockPerformer
+
+  init(_ performer: any BlockPerformer) { self.performer = performer }
 }
 
 /// Takes a value back out of its erased form.

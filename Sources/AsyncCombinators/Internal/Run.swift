@@ -144,8 +144,12 @@ final class Run: StageSink, @unchecked Sendable {
 
   /// Runs stages until one suspends or the program ends. `position` is a local, not a
   /// property, so the hot loop pays no exclusivity checks; it is parked on suspension.
-  private func drive(_ first: Program, _ input: AnyValue, from start: Position) {
-    var position = start
+  ///
+  /// `start` is consumed: a borrowed position would leave the caller's reference to its stack
+  /// alive, and the loop's first pop would then copy the whole stack, once per resumption (a
+  /// 1,000-link promise chain paid for 1,000 frames at each link).
+  private func drive(_ first: Program, _ input: AnyValue, from start: consuming Position) {
+    var position = consume start
     var node = first
     var value = input
     /// The last stage's completion, kept for the next stage when nothing else holds it.
@@ -161,6 +165,14 @@ final class Run: StageSink, @unchecked Sendable {
           node = head
           continue
         }
+      case .hop(let node):
+        if token.isCancelled { return finish(.failure(CancellationError())) }
+        // Parked before the block is handed over, so the resuming thread finds the position
+        // whenever it runs; this thread touches the run no more.
+        swap(&baton.pointee.parked, &position)
+        let carried = value
+        node.performer.perform { self.resume(carried) }
+        return
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
         var event: StageEvent?
@@ -214,6 +226,14 @@ final class Run: StageSink, @unchecked Sendable {
     }
   }
 
+  /// Goes on after a hop, on the performer's thread.
+  private func resume(_ value: AnyValue) {
+    var position = Position()
+    swap(&baton.pointee.parked, &position)
+    guard let next = position.next() else { return finish(.success(value)) }
+    drive(next, value, from: consume position)
+  }
+
   /// Called at most once per callback stage, by its `StageCompletion`.
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
@@ -230,7 +250,7 @@ final class Run: StageSink, @unchecked Sendable {
     var position = Position()
     swap(&baton.pointee.parked, &position)
     guard let next = position.next() else { return finish(.success(slot.move())) }
-    drive(next, slot.move(), from: position)
+    drive(next, slot.move(), from: consume position)
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.

@@ -55,6 +55,8 @@ extension Program {
         pending.append(pair.first)
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
+      case .hop:
+        continue
       case .callback, .direct:
         parts.append(next)
       }
