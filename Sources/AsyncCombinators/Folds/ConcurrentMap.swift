@@ -90,9 +90,8 @@ extension AsyncFunc {
         case .tooManyFailures(let failures):
           complete(
             .failure(
-              FailureRateExceeded(
-                failures: failures.map { .init(index: $0.index, error: $0.error) },
-                count: elements.count, tolerance: acceptableFailure)))
+              FanOut<Input>.rateExceeded(
+                failures, count: elements.count, tolerance: acceptableFailure)))
         case .cancelled:
           complete(.failure(CancellationError()))
         }

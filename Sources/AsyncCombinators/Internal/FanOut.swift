@@ -34,6 +34,15 @@ final class FanOut<Element: Sendable>: StageSink {
     let error: any Error
   }
 
+  /// The public error for failures beyond `tolerance` among `count` elements.
+  static func rateExceeded(
+    _ failures: [Failure], count: Int, tolerance: FailureTolerance
+  ) -> FailureRateExceeded {
+    FailureRateExceeded(
+      failures: failures.map { .init(index: $0.index, error: $0.error) }, count: count,
+      tolerance: tolerance)
+  }
+
   enum Outcome: Sendable {
     /// Every element finished; `values[i]` is `nil` where element `i` failed within tolerance.
     case finished(values: [AnyValue?], failures: [Failure])

@@ -416,10 +416,12 @@ final class StageCompletion: @unchecked Sendable {
     // Off the releasing thread: it may be inside user code that holds its own locks.
     let (sink, branch) = (sink, branch)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
-    let event = event
+    let (event, counted) = (event, counted)
     cancelWatch?.remove()
-    counted?.leave()  // Released uncalled: the body is over as far as any limit is concerned.
     DispatchQueue.global().async {
+      // Released uncalled: the body is over as far as any limit is concerned. Leaving may
+      // start the next waiter's work, which must not run inside the releasing thread either.
+      counted?.leave()
       event?.end(.failed)
       sink.stageFailed(violation, branch: branch)
     }
