@@ -106,6 +106,52 @@ func runPromiseScenario(links: Int = 1_000) {
     baselines: [("DispatchQueue.global().async", medians[1] / Double(links))])
 }
 
+/// Where a promise link's time goes: building the chain, running it, letting it go, each
+/// timed alone (medians of 31), with the hand-written hops for scale.
+func runPromiseSplit(links: Int = 1_000) {
+  var build: [UInt64] = []
+  var run: [UInt64] = []
+  var drop: [UInt64] = []
+  var hand: [UInt64] = []
+  for _ in 0..<31 {
+    var t = DispatchTime.now().uptimeNanoseconds
+    var promise: Promise<Int>? = Promise(AsyncFunc<Void, Int>.sync { 0 })
+    for _ in 0..<links { promise = promise!.then { $0 &+ 1 } }
+    build.append(DispatchTime.now().uptimeNanoseconds - t)
+    t = DispatchTime.now().uptimeNanoseconds
+    let chain = promise!
+    waitFor { done in chain.always { done() }.error { _ in } }
+    run.append(DispatchTime.now().uptimeNanoseconds - t)
+    t = DispatchTime.now().uptimeNanoseconds
+    promise = nil
+    _ = consume chain
+    drop.append(DispatchTime.now().uptimeNanoseconds - t)
+    t = DispatchTime.now().uptimeNanoseconds
+    waitFor { done in handHops(0, links, on: DispatchQueue.global()) { _ in done() } }
+    hand.append(DispatchTime.now().uptimeNanoseconds - t)
+  }
+  func median(_ xs: [UInt64]) -> Double { Double(xs.sorted()[xs.count / 2]) / Double(links) }
+  let parts = [("build", build), ("run", run), ("release", drop), ("hand-written hops", hand)]
+  print(
+    "Promise, \(links) × then, per link: "
+      + parts.map { "\($0.0) \(format(median($0.1))) ns" }.joined(separator: " | "))
+}
+
+/// One Promise contender alone, 100 chains of 1,000 links, for `perf stat` and callgrind.
+func runPromiseProfile(handWritten: Bool, links: Int = 1_000) {
+  for _ in 0..<100 {
+    if handWritten {
+      waitFor { done in handHops(0, links, on: DispatchQueue.global()) { _ in done() } }
+    } else {
+      waitFor { done in
+        var promise = Promise(AsyncFunc<Void, Int>.sync { 0 })
+        for _ in 0..<links { promise = promise.then { $0 &+ 1 } }
+        promise.always { done() }.error { _ in }
+      }
+    }
+  }
+}
+
 /// `concurrentMap()` over 100,000 elements completing on a global queue, against
 /// `DispatchGroup` and a locked array doing the same hops.
 func runUnlimitedMapScenario(count: Int = 100_000) {

@@ -37,6 +37,16 @@ if arguments.first == "--promise" {
   runHopScenario()
   exit(0)
 }
+if arguments.first == "--promise-split" {
+  // Building, running and releasing a promise chain, timed apart.
+  runPromiseSplit()
+  exit(0)
+}
+if arguments.first == "--promise-profile" {
+  // `--promise-profile [hand]`: one contender alone, for `perf stat`.
+  runPromiseProfile(handWritten: arguments.dropFirst().first == "hand")
+  exit(0)
+}
 if arguments.first == "--parallel" {
   runParallelScenario()
   exit(0)

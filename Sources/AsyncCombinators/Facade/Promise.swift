@@ -37,6 +37,7 @@ public struct Promise<Value: Sendable>: Sendable {
   ///   - queue: Where `body` runs; a global queue when `nil`.
   ///   - body: Turns the value into the next one.
   /// - Returns: A new chain, this one followed by `body`.
+  @inlinable  // So that a link's block is built with its types known (see `block`).
   public func then<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> U
   ) -> Promise<U> {
@@ -78,7 +79,7 @@ public struct Promise<Value: Sendable>: Sendable {
     Promise(
       AsyncFunc(wrapping: chain, call: "always { … }") { _, token, complete in
         chain.run((), token: token) { result in
-          (queue ?? .global()).async {
+          (queue ?? defaultBlockQueue).async {
             body()
             complete(result)
           }
@@ -105,7 +106,7 @@ public struct Promise<Value: Sendable>: Sendable {
   ) -> CancellationToken {
     chain.run { result in
       guard case .failure(let error) = result, !(error is CancellationError) else { return }
-      (queue ?? .global()).async { body(error) }
+      (queue ?? defaultBlockQueue).async { body(error) }
     }
   }
 
@@ -150,6 +151,10 @@ public func when<T>(_ promises: [Promise<T>]) -> Promise<[T]> {
   Promise<[T]>(AsyncFunc.parallel(promises.map(\.chain)))
 }
 
+/// Where blocks run when no queue is given. Looked up once: `DispatchQueue.global()` costs
+/// more than the rest of building a link.
+@usableFromInline let defaultBlockQueue = DispatchQueue.global()
+
 extension Promise where Value == Void {
   /// The empty chain: `firstly` is a `then` on it.
   static var start: Promise { Promise(.identity) }
@@ -159,17 +164,19 @@ extension AsyncFunc {
   /// A stage that runs a synchronous body on `queue` (a global one by default); it skips the
   /// body when the run was cancelled while it waited for the queue. `name` is the facade
   /// method, so that a promise describes as its blocks: `firstly +> then +> flatMap`.
+  ///
+  /// Inlinable, so the caller's specialization finds `BlockNode`'s type metadata in a cache of
+  /// its own rather than asking the runtime for it once per link.
+  @inlinable
   static func block(
     on queue: DispatchQueue?, name: String = "then",
     _ body: @escaping @Sendable (Input) throws -> Output
   ) -> AsyncFunc {
-    // A hop, then the body as a synchronous stage: the run parks before the block is queued,
-    // and goes on on the queue's thread, as a hand-written hop does. The stage's own check of
-    // the token skips the body when the run was cancelled meanwhile.
+    // A hop that runs the body as a synchronous stage: the run parks before the block is
+    // queued, and goes on on the queue's thread, as a hand-written hop does. The run checks
+    // the token there and skips the body when it was cancelled meanwhile.
     let label = Label(name: name, fileID: #fileID, line: #line)
-    let run = Program.direct(
-      DirectStage(shape: .stage(label), label: label) { try body(unbox($0)) })
-    return AsyncFunc(program: .serial(SerialNode(.hop(HopNode(queue ?? .global())), run)))
+    return AsyncFunc(program: .hop(BlockNode(queue ?? defaultBlockQueue, label: label, body: body)))
   }
 
   /// A block whose body returns a promise, which then runs as part of the same run: the
@@ -179,7 +186,7 @@ extension AsyncFunc {
     _ body: @escaping @Sendable (Input) throws -> Promise<Output>
   ) -> AsyncFunc {
     AsyncFunc(name: name) { input, token, complete in
-      (queue ?? .global()).async {
+      (queue ?? defaultBlockQueue).async {
         guard !token.isCancelled else { return complete(.failure(CancellationError())) }
         let promise: Promise<Output>
         do { promise = try body(input) } catch { return complete(.failure(error)) }

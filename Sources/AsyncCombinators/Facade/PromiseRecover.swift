@@ -49,7 +49,7 @@ extension Promise {
           guard case .failure(let error) = result, !(error is CancellationError) else {
             return complete(result)
           }
-          (queue ?? .global()).async {
+          (queue ?? defaultBlockQueue).async {
             complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(error) })
           }
         }

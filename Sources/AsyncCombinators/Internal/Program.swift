@@ -64,15 +64,17 @@ enum Program: Sendable {
   case serial(SerialNode)
   /// The serial fold of an array; empty is the identity.
   case sequence([Program])
-  /// A hop: the run parks, and the performer resumes it with the same value. Nothing can
-  /// complete twice or race the start, so it needs no completion object.
+  /// A hop: the run parks, and the performer resumes it, running the node's block first when
+  /// it is a promise block. Nothing can complete twice or race the start, so it needs no
+  /// completion object.
   case hop(HopNode)
 
   var shape: Shape {
     switch self {
     case .callback(let stage): stage.shape
     case .direct(let stage): stage.shape
-    case .serial, .sequence, .hop: .hidden
+    case .hop(let node): node.shape
+    case .serial, .sequence: .hidden
     }
   }
 }
@@ -83,11 +85,13 @@ enum Program: Sendable {
 /// enums recursively, which overflows a small stack, so this `deinit` detaches uniquely held
 /// children onto an explicit worklist first: each node then dies with nothing left to release
 /// below it. `first` and `second` are only ever mutated there, on a node nothing else holds,
-/// which is what makes the `@unchecked Sendable` safe.
+/// which is what makes the `@unchecked Sendable` safe, and what makes the dynamic exclusivity
+/// checks redundant: every other access is a read, and they cost the interpreter two runtime
+/// calls per `+>` it walks.
 @usableFromInline
 final class SerialNode: @unchecked Sendable {
-  private(set) var first: Program
-  private(set) var second: Program
+  @exclusivity(unchecked) private(set) var first: Program
+  @exclusivity(unchecked) private(set) var second: Program
 
   init(_ first: Program, _ second: Program) {
     self.first = first
@@ -95,19 +99,23 @@ final class SerialNode: @unchecked Sendable {
   }
 
   deinit {
-    var pending = [first, second]
-    first = .identity
-    second = .identity
-    while var program = pending.popLast() {
-      guard case .serial(var node) = program else { continue }
-      program = .identity  // Leaves `node` as this loop's only reference, if nothing shares it.
-      if isKnownUniquelyReferenced(&node) {
-        pending.append(node.first)
-        pending.append(node.second)
-        node.first = .identity
-        node.second = .identity
-      }
-    }  // `node` is released here, childless, so its own `deinit` has nothing to walk.
+    // Most nodes die with no uniquely held `SerialNode` below them: the worklist then never
+    // allocates.
+    var pending: [SerialNode] = []
+    Self.detach(&first, into: &pending)
+    Self.detach(&second, into: &pending)
+    while let node = pending.popLast() {
+      Self.detach(&node.first, into: &pending)
+      Self.detach(&node.second, into: &pending)
+    }  // Each `node` is released here, childless, so its own `deinit` has nothing to walk.
+  }
+
+  /// Moves `program`'s node onto `pending` when this is its last reference.
+  private static func detach(_ program: inout Program, into pending: inout [SerialNode]) {
+    guard case .serial = program else { return }
+    guard case .serial(var node) = consume program else { fatalError() }
+    program = .identity  // Leaves `node` as the only reference, if nothing else shares it.
+    if isKnownUniquelyReferenced(&node) { pending.append(node) }
   }
 }
 
@@ -147,12 +155,42 @@ final class DirectStage: Sendable {
   }
 }
 
-/// Where a `.hop` resumes its run.
+/// Where a `.hop` resumes its run. On its own a hop passes its value through; a promise block
+/// is a `BlockNode`, which runs its body there first.
+///
+/// Every stored property is a `let` of a `Sendable` type, here and in the subclass; a class
+/// that can be subclassed cannot say so to the compiler, hence `@unchecked`.
 @usableFromInline
-final class HopNode: Sendable {
+class HopNode: @unchecked Sendable {
   let performer: any BlockPerformer
+  let shape: Shape
 
-  init(_ performer: any BlockPerformer) { self.performer = performer }
+  init(_ performer: any BlockPerformer, shape: Shape = .hidden) {
+    self.performer = performer
+    self.shape = shape
+  }
+
+  /// What runs on the performer before the rest of the run.
+  func run(_ value: AnyValue) throws -> AnyValue { value }
+}
+
+/// A promise block: a hop and a synchronous body in one object. Typed, so the body is stored
+/// as the caller wrote it, with no erasing closure around it: a link costs two objects to
+/// build (this and its `+>`) rather than four.
+@usableFromInline
+final class BlockNode<Input: Sendable, Output: Sendable>: HopNode, @unchecked Sendable {
+  let body: @Sendable (Input) throws -> Output
+
+  @usableFromInline
+  init(
+    _ performer: any BlockPerformer, label: Label,
+    body: @escaping @Sendable (Input) throws -> Output
+  ) {
+    self.body = body
+    super.init(performer, shape: .stage(label))
+  }
+
+  override func run(_ value: AnyValue) throws -> AnyValue { try body(unbox(value)) }
 }
 
 /// Takes a value back out of its erased form.

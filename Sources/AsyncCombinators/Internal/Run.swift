@@ -63,6 +63,8 @@ final class Run: StageSink, @unchecked Sendable {
     var failure: (any Error)?
     /// Set by a completion that ran on the driving thread inside the stage body.
     var completedInline = Phase.running
+    /// The hop the run is parked at; its value waits in `slot`.
+    var hop: HopNode?
   }
 
   /// What remains to run after the current stage: the sequence being walked (kept out of the
@@ -165,13 +167,15 @@ final class Run: StageSink, @unchecked Sendable {
           node = head
           continue
         }
-      case .hop(let node):
+      case .hop(let hop):
         if token.isCancelled { return finish(.failure(CancellationError())) }
-        // Parked before the block is handed over, so the resuming thread finds the position
-        // whenever it runs; this thread touches the run no more.
+        // Parked before the block is handed over, so the resuming thread finds the position,
+        // the hop and the value whenever it runs; this thread touches the run no more. The
+        // block captures only the run, which costs no allocation of its own.
         swap(&baton.pointee.parked, &position)
-        let carried = value
-        node.performer.perform { self.resume(carried) }
+        baton.pointee.hop = hop
+        slot.initialize(to: value)
+        hop.performer.perform { self.resumeAfterHop() }
         return
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
@@ -226,10 +230,23 @@ final class Run: StageSink, @unchecked Sendable {
     }
   }
 
-  /// Goes on after a hop, on the performer's thread.
-  private func resume(_ value: AnyValue) {
+  /// Goes on after a hop, on the performer's thread: the hop's block, then the rest. A run
+  /// cancelled while it waited for the performer skips the block.
+  private func resumeAfterHop() {
     var position = Position()
     swap(&baton.pointee.parked, &position)
+    let hop = baton.pointee.hop.take()!
+    var value = slot.move()
+    if token.isCancelled { return finish(.failure(CancellationError())) }
+    var event: StageEvent?
+    if let observer = token.observer { event = StageEvent.begin(hop.shape, observer) }
+    do {
+      value = try hop.run(value)
+      event?.end(.succeeded)
+    } catch {
+      event?.end(StageOutcome(error))
+      return finish(.failure(error))
+    }
     guard let next = position.next() else { return finish(.success(value)) }
     drive(next, value, from: consume position)
   }

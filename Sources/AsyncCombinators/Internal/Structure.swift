@@ -56,7 +56,7 @@ extension Program {
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
       case .hop:
-        continue
+        parts.append(next)  // Hidden unless it is a promise block.
       case .callback, .direct:
         parts.append(next)
       }
