@@ -37,6 +37,10 @@ if arguments.first == "--promise" {
   runHopScenario()
   exit(0)
 }
+if arguments.first == "--profile", let name = arguments.dropFirst().first {
+  runProfile(name)
+  exit(0)
+}
 if arguments.first == "--promise-split" {
   // Building, running and releasing a promise chain, timed apart.
   runPromiseSplit()
@@ -49,6 +53,13 @@ if arguments.first == "--promise-profile" {
 }
 if arguments.first == "--parallel" {
   runParallelScenario()
+  exit(0)
+}
+if arguments.first == "--folds" {
+  // The fan-out rows alone: parallel, limited and unlimited concurrentMap.
+  runParallelScenario()
+  runConcurrentMapScenario()
+  runUnlimitedMapScenario()
   exit(0)
 }
 if arguments.first == "--stream-profile" {

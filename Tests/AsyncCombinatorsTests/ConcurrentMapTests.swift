@@ -90,6 +90,21 @@ import Testing
     parked[1].complete(.success(1))  // Late: dropped.
   }
 
+  @Test func an_unlimited_map_starts_nothing_after_a_failure_beyond_tolerance() async {
+    // Without a limit every element is claimed at once; the ones after the failure must still
+    // never start.
+    let starts = Locked(0)
+    let failsAtThree = AsyncFunc<Int, Int> { x, complete in
+      starts.withLock { $0 += 1 }
+      complete(x == 3 ? .failure(TestError(x)) : .success(x))
+    }
+    let error = await #expect(throws: FailureRateExceeded.self) {
+      try await failsAtThree.concurrentMap()(Array(0..<10))
+    }
+    #expect(error?.failures.map(\.index) == [3])
+    #expect(starts.withLock { $0 } == 4)
+  }
+
   @Test func cancelling_cancels_every_running_element_and_starts_no_new_ones() async {
     let parking = Parking<Int, Int>()
     let done = Gate()

@@ -86,7 +86,7 @@ extension AsyncFunc {
       ) { outcome in
         switch outcome {
         case .finished(let values, _):
-          complete(.success(values.compactMap { $0.map { unbox($0, as: Output.self) } }))
+          complete(.success(unboxPresent(values, as: Output.self)))
         case .tooManyFailures(let failures):
           complete(
             .failure(

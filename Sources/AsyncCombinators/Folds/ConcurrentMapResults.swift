@@ -52,12 +52,7 @@ extension AsyncFunc {
       ) { outcome in
         switch outcome {
         case .finished(let values, let failures):
-          var results = values.map { value -> Result<Output, any Error> in
-            // Overwritten below for the failed elements, whose value is `nil`.
-            value.map { .success(unbox($0, as: Output.self)) } ?? .failure(CancellationError())
-          }
-          for failure in failures { results[failure.index] = .failure(failure.error) }
-          complete(.success(results))
+          complete(.success(results(values, failures, as: Output.self)))
         case .tooManyFailures(let failures):
           complete(
             .failure(
@@ -68,5 +63,24 @@ extension AsyncFunc {
         }
       }
     }
+  }
+}
+
+/// Every element's outcome in input order: a value, or the failure recorded for its index.
+/// A pointer loop, for the reason `unboxPresent` gives.
+private func results<Output>(
+  _ values: [AnyValue?], _ failures: [FanOutFailure], as _: Output.Type
+) -> [Result<Output, any Error>] {
+  var errors: [Int: any Error] = [:]
+  for failure in failures { errors[failure.index] = failure.error }
+  return Array(unsafeUninitializedCapacity: values.count) { buffer, initialized in
+    for (index, value) in values.enumerated() {
+      let result: Result<Output, any Error> =
+        if let value { .success(unbox(value)) } else {
+          .failure(errors[index] ?? CancellationError())
+        }
+      (buffer.baseAddress! + index).initialize(to: result)
+    }
+    initialized = values.count
   }
 }

@@ -29,10 +29,12 @@ import Synchronization
 /// behind the reports: while a drainer is at work it is parked in `heldOutcome` and the
 /// drainer delivers it after the last report.
 final class FanOut<Element: Sendable>: StageSink {
-  struct Failure: Sendable {
-    let index: Int
-    let error: any Error
-  }
+  typealias Failure = FanOutFailure
+  typealias Outcome = FanOutOutcome
+  // The types below live outside this generic class: nested here, each would be generic too,
+  // and code that is not specialized would ask the runtime for their metadata at every lock.
+  private typealias State = FanOutState
+  private typealias Next = FanOutNext
 
   /// The public error for failures beyond `tolerance` among `count` elements.
   static func rateExceeded(
@@ -43,46 +45,13 @@ final class FanOut<Element: Sendable>: StageSink {
       tolerance: tolerance)
   }
 
-  enum Outcome: Sendable {
-    /// Every element finished; `values[i]` is `nil` where element `i` failed within tolerance.
-    case finished(values: [AnyValue?], failures: [Failure])
-    /// The failure beyond tolerance happened: these are all the failures seen so far.
-    case tooManyFailures([Failure])
-    case cancelled
-  }
-
-  /// What a delivered result leads to, decided under the lock and done outside it.
-  private enum Next {
-    case nothing, startMore
-    case finish(Outcome)
-  }
-
-  private struct State {
-    var values: [AnyValue?]
-    var failures: [Failure] = []
-    /// The index of the next element to start.
-    var next = 0
-    var running = 0
-    var remaining: Int
-    /// Whether some thread is in `startElements` and will notice freed slots.
-    var isStarting = false
-    var isDone = false
-    /// Finished elements, and the failed ones among them (cancellation included), for
-    /// progress reports.
-    var completed = 0
-    var failed = 0
-    var reports = ProgressQueue()
-    /// The outcome, decided while a drainer was delivering reports; the drainer delivers it.
-    var heldOutcome: Outcome?
-    /// The join's handler on `branches`; removed on finish, which breaks the cycle it makes.
-    var cancelHandler: CancellationToken.Registration?
-  }
-
   private let elements: [Element]
   private let program: Program
   private let limit: Int
   private let allowedFailures: Int
   private let state: Locked<State>
+  /// Set with `isDone`; see `startElements`.
+  private let ended = Atomic<Bool>(false)
   /// Cancelled with the parent token, or by the join itself when it fails.
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
@@ -125,28 +94,44 @@ final class FanOut<Element: Sendable>: StageSink {
   }
 
   /// The starter loop. Only the thread that set `isStarting` runs it.
+  ///
+  /// It claims every free slot at once, and starts the claimed elements outside the lock: an
+  /// unlimited fold takes the lock once to start all its elements, rather than once each
+  /// against the completions coming back. A claimed element not yet started when the join
+  /// ends is never started.
   private func startElements() {
     while true {
-      let index = state.withLock { state -> Int? in
+      let claimed = state.withLock { state -> Range<Int>? in
         guard !state.isDone, state.running < limit, state.next < elements.count else {
           state.isStarting = false
           return nil
         }
-        state.running += 1
-        defer { state.next += 1 }
-        return state.next
+        let count = min(limit - state.running, elements.count - state.next)
+        state.running += count
+        defer { state.next += count }
+        return state.next..<(state.next + count)
       }
-      guard let index else { return }
-      // The join reacts to cancellation itself, so the elements need no registration.
-      guard countsBodies else {
-        program.start(elements[index], token: branches, sink: self, branch: index)
-        continue
+      guard let claimed else { return }
+      for index in claimed {
+        if ended.load(ordering: .acquiring) { return }
+        // The join reacts to cancellation itself, so the elements need no registration.
+        guard countsBodies else {
+          program.start(elements[index], token: branches, sink: self, branch: index)
+          continue
+        }
+        let work = InFlightWork(within: branches.inFlight) { self.slotFreed() }
+        let (element, link) = branches.makeChild(counting: work)
+        program.start(
+          elements[index], token: element, sink: ElementSink(self, work, link), branch: index)
       }
-      let work = InFlightWork(within: branches.inFlight) { self.slotFreed() }
-      let (element, link) = branches.makeChild(counting: work)
-      program.start(
-        elements[index], token: element, sink: ElementSink(self, work, link), branch: index)
     }
+  }
+
+  /// Marks the join done, under the lock: `isDone` for the lock's users, `ended` for the
+  /// starter loop, which reads it between elements without taking the lock.
+  private func markDone(_ state: inout State) {
+    state.isDone = true
+    ended.store(true, ordering: .releasing)
   }
 
   /// Whether an element's slot waits for its bodies rather than its result.
@@ -194,17 +179,17 @@ final class FanOut<Element: Sendable>: StageSink {
       case .failure(let error) where error is CancellationError:
         // The element cancelled itself while the join was not cancelled: that cancels the
         // whole, whatever the tolerance.
-        state.isDone = true
+        markDone(&state)
         return .finish(.cancelled)
       case .failure(let error):
         state.failures.append(Failure(index: index, error: error))
         if state.failures.count > allowedFailures {
-          state.isDone = true
+          markDone(&state)
           return .finish(.tooManyFailures(state.failures))
         }
       }
       if state.remaining == 0 {
-        state.isDone = true
+        markDone(&state)
         defer { state.values = [] }
         return .finish(.finished(values: state.values, failures: state.failures))
       }
@@ -227,7 +212,7 @@ final class FanOut<Element: Sendable>: StageSink {
   /// Ends the join from outside the element results: the parent's cancellation.
   private func end(_ outcome: Outcome) {
     let isFirst = state.withLock { state in
-      defer { state.isDone = true }
+      defer { markDone(&state) }
       return !state.isDone
     }
     if isFirst { finish(outcome) }
@@ -290,4 +275,44 @@ private final class ElementSink<Element: Sendable>: StageSink {
     join.stageFailed(error, branch: branch)
     work.leave()
   }
+}
+
+struct FanOutFailure: Sendable {
+  let index: Int
+  let error: any Error
+}
+
+enum FanOutOutcome: Sendable {
+  /// Every element finished; `values[i]` is `nil` where element `i` failed within tolerance.
+  case finished(values: [AnyValue?], failures: [FanOutFailure])
+  /// The failure beyond tolerance happened: these are all the failures seen so far.
+  case tooManyFailures([FanOutFailure])
+  case cancelled
+}
+
+/// What a delivered result leads to, decided under the lock and done outside it.
+private enum FanOutNext {
+  case nothing, startMore
+  case finish(FanOutOutcome)
+}
+
+private struct FanOutState {
+  var values: [AnyValue?]
+  var failures: [FanOutFailure] = []
+  /// The index of the next element to start.
+  var next = 0
+  var running = 0
+  var remaining: Int
+  /// Whether some thread is in `startElements` and will notice freed slots.
+  var isStarting = false
+  var isDone = false
+  /// Finished elements, and the failed ones among them (cancellation included), for
+  /// progress reports.
+  var completed = 0
+  var failed = 0
+  var reports = ProgressQueue()
+  /// The outcome, decided while a drainer was delivering reports; the drainer delivers it.
+  var heldOutcome: FanOutOutcome?
+  /// The join's handler on `branches`; removed on finish, which breaks the cycle it makes.
+  var cancelHandler: CancellationToken.Registration?
 }
