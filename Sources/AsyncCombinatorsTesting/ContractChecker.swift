@@ -321,10 +321,12 @@ final class RunProbe: RunObserver {
   }
 
   func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-    // The run cancelled a running stage: its body has not called back yet. Keep it open
+    bodyEnded(stage, outcome)  // The body's own call, even when it completed with cancellation.
+  }
+
+  func stageCancelled(_: StageRecord) {
+    // The run cancelled a running stage: its body has not called back yet. It stays open
     // until it does (`stageCalledBackAfterCancellation`), or forever if it never does.
-    let cancelledByItsRun = outcome == .cancelled && state.withLock { $0.cancelledAt != nil }
-    if !cancelledByItsRun { bodyEnded(stage, outcome) }
   }
 
   func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {

@@ -87,6 +87,29 @@ import Testing
     #expect(breaches.first { $0.kind == .stageStartedAfterCancellation }?.function == "startedLate")
   }
 
+  @Test func a_body_ending_with_cancellation_as_its_run_is_cancelled_is_not_left_open() async {
+    // The race the probe once lost: the body's own end (`.cancelled`) came before the run's
+    // cancellation of the stage, which the library then drops. Fed in that order here.
+    let probe = RunProbe(index: 0, lateness: .seconds(10))
+    let parking = Parking<Int, Int>()
+    let token = probe.start(parking.function, 1)
+    probe.cancel(token)
+    let stage = StageRecord(id: .max, name: "quits")
+    probe.stageStarted(stage)
+    probe.stageEnded(stage, outcome: .cancelled)
+    parking.takeAll()[0].complete(.failure(CancellationError()))
+    #expect(probe.hasSettled)
+    #expect(!probe.breaches(function: "whole").map(\.kind).contains(.completionNeverCalled))
+
+    // A stage its run cancelled stays open until its body calls back.
+    let waits = StageRecord(id: .max - 1, name: "waits")
+    probe.stageStarted(waits)
+    probe.stageCancelled(waits)
+    #expect(!probe.hasSettled)
+    probe.stageCalledBackAfterCancellation(waits, outcome: .cancelled)
+    #expect(probe.hasSettled)
+  }
+
   @Test func the_report_says_what_was_checked_and_the_seed() async {
     let clean = AsyncFunc<Int, Int>.sync(name: "clean") { $0 }
     let report = await ContractChecker(runs: 20, seed: 42).check(clean) { $0 }

@@ -79,6 +79,36 @@ import Testing
     #expect(outcomes == ["waits": .cancelled, "boom": .failed])
   }
 
+  @Test func a_run_cancelling_its_stage_says_so_apart_from_the_stages_own_end() async {
+    final class Recorder: RunObserver {
+      let events = Locked<[String]>([])
+      func stageStarted(_ stage: StageRecord) { events.withLock { $0.append("start") } }
+      func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
+        events.withLock { $0.append("end \(outcome)") }
+      }
+      func stageCancelled(_ stage: StageRecord) { events.withLock { $0.append("cancelled") } }
+      func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {
+        events.withLock { $0.append("late \(outcome)") }
+      }
+    }
+    let parked = ParkedCompletion<Int>()
+    let waits = AsyncFunc<Int, Int>(name: "waits") { _, complete in parked.park(complete) }
+    let byRun = Recorder()
+    let token = waits.run(1, observer: byRun) { _ in }
+    await parked.arrived.wait()
+    token.cancel()
+    parked.complete(.failure(CancellationError()))
+    #expect(byRun.events.withLock { $0 } == ["start", "cancelled", "late cancelled"])
+
+    // A body that completes with cancellation on its own is an end, not the run's cancelling.
+    let byItself = Recorder()
+    let quits = AsyncFunc<Int, Int>(name: "quits") { _, complete in
+      complete(.failure(CancellationError()))
+    }
+    _ = quits.run(1, observer: byItself) { _ in }
+    #expect(byItself.events.withLock { $0 } == ["start", "end cancelled"])
+  }
+
   @Test func a_sibling_ignoring_its_token_ends_when_cancelled_and_its_late_call_is_ignored()
     async throws
   {

@@ -10,9 +10,17 @@ import Synchronization
 public protocol RunObserver: AnyObject, Sendable {
   /// A stage is about to start, on the current thread.
   func stageStarted(_ stage: StageRecord)
-  /// The stage completed, on the thread that completed it; or its run cancelled it, on the
-  /// cancelling thread, with `.cancelled`.
+  /// The stage completed, on the thread that completed it. (Or its run cancelled it: see
+  /// ``stageCancelled(_:)``, which by default comes here with `.cancelled`.)
   func stageEnded(_ stage: StageRecord, outcome: StageOutcome)
+  /// The stage's run cancelled it while it was running, on the cancelling thread: that ends the
+  /// stage, before its body has called back. A body that then calls back is a late call,
+  /// ``stageCalledBackAfterCancellation(_:outcome:)``.
+  ///
+  /// Apart from ``stageEnded(_:outcome:)`` because a body may itself complete with
+  /// `CancellationError` (`.cancelled`) just as its run cancels it: an observer that tells a
+  /// body's end from the run's must not guess it from the outcome.
+  func stageCancelled(_ stage: StageRecord)
   /// A stage that its run had already cancelled called back anyway (or released its completion
   /// uncalled, `.failed`), on that thread: the library ignored the call. Its
   /// ``stageEnded(_:outcome:)`` came before, at the cancellation.
@@ -20,6 +28,11 @@ public protocol RunObserver: AnyObject, Sendable {
 }
 
 extension RunObserver {
+  /// An end with `.cancelled`: an observer that draws both the same need not implement this.
+  public func stageCancelled(_ stage: StageRecord) {
+    stageEnded(stage, outcome: .cancelled)
+  }
+
   /// Ignores late calls: an observer that does not draw them need not implement this.
   public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {}
 }
@@ -83,6 +96,6 @@ final class StageEvent: Sendable {
   /// the timeline, even if its body ignores the token and calls back later.
   func cancelled() {
     guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    observer.stageEnded(record, outcome: .cancelled)
+    observer.stageCancelled(record)
   }
 }
