@@ -81,18 +81,11 @@ final class ForkJoin: StageSink, @unchecked Sendable {
       assemble: assemble)
     join.onBranchesCancelled = branches.onCancel { join.fail(CancellationError()) }
     for (index, program) in programs.enumerated() {
-      if case .callback(let stage) = program {
-        // Counted before the check, as `Run` does.
-        let counted = branches.inFlight.flatMap { $0.enter() ? $0 : nil }
-        if branches.isCancelled {  // A branch failed already: start no more.
-          counted?.leave()
-          break
-        }
-        let completion = StageCompletion(
-          sink: join, branch: index, stage: stage, token: branches, counted: counted)
-        stage.body(input, branches, completion)
-      } else {
-        if branches.isCancelled { break }  // A branch failed already: start no more.
+      if branches.isCancelled { break }  // A branch failed already: start no more.
+      switch program {
+      case .callback, .modifier:
+        program.start(input, token: branches, sink: join, branch: index)
+      default:
         Run(token: branches, ownsCancellation: false) { result in
           switch result {
           case .success(let value): join.stageSucceeded(value, branch: index)

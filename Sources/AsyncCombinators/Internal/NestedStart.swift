@@ -19,8 +19,34 @@ extension Program {
       let completion = StageCompletion(
         sink: sink, branch: branch, stage: stage, token: token, counted: counted)
       stage.body(input, token, completion)
+    case .modifier(let stage):
+      let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
+      if token.isCancelled {
+        counted?.leave()
+        return sink.stageFailed(CancellationError(), branch: branch)
+      }
+      stage.body(input, token, StageReport(sink: sink, branch: branch, counted: counted))
+    case .direct, .serial, .sequence, .hop:
+      start(input, token: token, report: StageReport(sink: sink, branch: branch, counted: nil))
+    }
+  }
+
+  /// Starts this program as the rest of a modifier's stage: it reports through `report`, and
+  /// takes over the stage's count of work in flight rather than adding one of its own. A
+  /// single callback stage then needs only its own completion, and a modifier inside it none.
+  func start(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+    switch self {
+    case .callback(let stage):
+      if token.isCancelled { return report.fail(CancellationError()) }
+      let completion = StageCompletion(
+        sink: report.sink, branch: report.branch, stage: stage, token: token,
+        counted: report.counted)
+      stage.body(input, token, completion)
+    case .modifier(let stage):
+      if token.isCancelled { return report.fail(CancellationError()) }
+      stage.body(input, token, report)
     case .direct(let stage):
-      if token.isCancelled { return sink.stageFailed(CancellationError(), branch: branch) }
+      if token.isCancelled { return report.fail(CancellationError()) }
       var event: StageEvent?
       if let observer = token.observer { event = StageEvent.begin(stage.shape, observer) }
       let value: AnyValue
@@ -28,37 +54,61 @@ extension Program {
         value = try stage.body(input)
       } catch {
         event?.end(StageOutcome(error))
-        return sink.stageFailed(error, branch: branch)
+        return report.fail(error)
       }
       event?.end(.succeeded)
-      sink.stageSucceeded(value, branch: branch)
+      report.succeed(value)
     case .serial, .sequence, .hop:
-      Run(token: token, ownsCancellation: false) { result in
-        switch result {
-        case .success(let value): sink.stageSucceeded(value, branch: branch)
-        case .failure(let error): sink.stageFailed(error, branch: branch)
-        }
-      }.start(self, input)
+      Run(token: token, ownsCancellation: false) { result in report.complete(result) }
+        .start(self, input)
     }
   }
 }
 
-/// A modifier that passes the wrapped function's result straight on can use the modifier
-/// stage's own completion as the sink.
+/// How a library modifier's stage completes: it tells the run or join that started it
+/// directly, and gives back the stage's count of work in flight.
+///
+/// A value, kept by the modifier's own sink object, in place of a `StageCompletion`: the
+/// library's modifiers complete exactly once by construction, so they need no object to
+/// enforce it, and a modifier inside a fold then costs one object per element, not two. A
+/// modifier calls exactly one of these, exactly once.
+struct StageReport: Sendable {
+  let sink: any StageSink
+  let branch: Int
+  /// The count this stage entered when it started, if it runs within one.
+  let counted: InFlightWork?
+
+  func succeed(_ value: consuming AnyValue) {
+    counted?.leave()
+    sink.stageSucceeded(value, branch: branch)
+  }
+
+  func fail(_ error: any Error) {
+    counted?.leave()
+    sink.stageFailed(error, branch: branch)
+  }
+
+  func complete(_ result: AnyResult) {
+    switch result {
+    case .success(let value): succeed(value)
+    case .failure(let error): fail(error)
+    }
+  }
+}
+
 extension StageCompletion: StageSink {
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { succeed(value) }
   func stageFailed(_ error: any Error, branch _: Int) { fail(error) }
 }
 
 extension AsyncFunc {
-  /// A modifier's stage: `body` works on erased values and the stage's own completion, which
-  /// spares the typed closures a public initializer wraps around every run.
+  /// A modifier's stage: `body` works on erased values and reports through a `StageReport`,
+  /// which spares the typed closures a public initializer wraps around every run, and the
+  /// completion object.
   init(
     modifying inner: Program, call: String,
-    body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+    body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void
   ) {
-    let label = Label(name: nil, fileID: #fileID, line: #line)
-    self.init(
-      program: .callback(CallbackStage(shape: .modified(inner, call), label: label, body: body)))
+    self.init(program: .modifier(ModifierStage(shape: .modified(inner, call), body: body)))
   }
 }

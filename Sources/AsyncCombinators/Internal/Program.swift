@@ -59,6 +59,9 @@ enum Program: Sendable {
   case callback(CallbackStage)
   /// A synchronous stage that returns or throws; it cannot break the callback contract.
   case direct(DirectStage)
+  /// A library modifier's stage: like a callback stage, but it reports through a
+  /// `StageReport` rather than a completion object.
+  case modifier(ModifierStage)
   /// `first +> second`, boxed in a class whose `deinit` takes deep chains apart without
   /// recursing.
   case serial(SerialNode)
@@ -73,6 +76,7 @@ enum Program: Sendable {
     switch self {
     case .callback(let stage): stage.shape
     case .direct(let stage): stage.shape
+    case .modifier(let stage): stage.shape
     case .hop(let node): node.shape
     case .serial, .sequence: .hidden
     }
@@ -137,6 +141,17 @@ final class CallbackStage: Sendable {
   ) {
     self.shape = shape
     self.label = label
+    self.body = body
+  }
+}
+
+@usableFromInline
+final class ModifierStage: Sendable {
+  let shape: Shape
+  let body: @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+
+  init(shape: Shape, body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void) {
+    self.shape = shape
     self.body = body
   }
 }

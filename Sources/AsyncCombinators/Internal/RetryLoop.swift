@@ -21,18 +21,18 @@ final class RetryLoop<Output: Sendable>: StageSink {
   private let input: AnyValue
   private let token: CancellationToken
   private let policy: RetryPolicy
-  private let completion: StageCompletion
+  private let report: StageReport
   private let state = Locked(State())
 
   init(
     _ inner: Program, input: AnyValue, token: CancellationToken, policy: RetryPolicy,
-    completion: StageCompletion
+    report: StageReport
   ) {
     self.inner = inner
     self.input = input
     self.token = token
     self.policy = policy
-    self.completion = completion
+    self.report = report
   }
 
   func start() { startAttempt() }
@@ -73,9 +73,9 @@ final class RetryLoop<Output: Sendable>: StageSink {
     }
     switch policy.step(after: result, attempt: attempt, isCancelled: token.isCancelled) {
     case .finish(.success(let value)):
-      completion.succeed(value)
+      report.succeed(value)
     case .finish(.failure(let error)):
-      completion.fail(error)
+      report.fail(error)
     case .retry(after: let wait):
       if wait > .zero {
         policy.clock.after(wait, token) { self.startAttempt() }

@@ -196,9 +196,6 @@ final class Run: StageSink, @unchecked Sendable {
           counted?.leave()
           return finish(.failure(CancellationError()))
         }
-        phase.store(Phase.running, ordering: .relaxed)
-        baton.pointee.completedInline = Phase.running
-        swap(&baton.pointee.parked, &position)
         var completion: StageCompletion
         if let recycled = spare.take() {
           recycled.recycle(for: stage, token: token, counted: counted)
@@ -207,19 +204,23 @@ final class Run: StageSink, @unchecked Sendable {
           completion = StageCompletion(
             sink: self, branch: 0, stage: stage, token: token, counted: counted)
         }
-        drivingThread.store(currentThreadID(), ordering: .relaxed)
-        stage.body(value, token, completion)
-        drivingThread.store(0, ordering: .relaxed)
-        var outcome = baton.pointee.completedInline
-        if outcome == Phase.running {
-          let (exchanged, original) = phase.compareExchange(
-            expected: Phase.running, desired: Phase.suspended, ordering: .acquiringAndReleasing)
-          if exchanged { return }  // The completion, whenever it comes, resumes the loop.
-          outcome = original  // Another thread completed the stage before the body returned.
-        }
-        swap(&baton.pointee.parked, &position)
+        guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
+        else { return }  // The completion, whenever it comes, resumes the loop.
         // If the user's copy of the closure is gone too, reuse the object for the next stage.
         if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
+        guard outcome == Phase.succeededInline else {
+          return finish(.failure(baton.pointee.failure.take()!))
+        }
+        value = slot.move()
+      case .modifier(let stage):
+        let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
+        if token.isCancelled {
+          counted?.leave()
+          return finish(.failure(CancellationError()))
+        }
+        let report = StageReport(sink: self, branch: 0, counted: counted)
+        guard let outcome = call(parking: &position, { stage.body(value, token, report) })
+        else { return }
         guard outcome == Phase.succeededInline else {
           return finish(.failure(baton.pointee.failure.take()!))
         }
@@ -228,6 +229,30 @@ final class Run: StageSink, @unchecked Sendable {
       guard let next = position.next() else { return finish(.success(value)) }
       node = next
     }
+  }
+
+  /// Calls a stage body that reports to this run, with `position` parked while it runs.
+  ///
+  /// Returns how the stage ended if it completed before its body returned, with `position`
+  /// back; `nil` if it is still running, in which case its completion resumes the loop on
+  /// whatever thread calls it, and the caller must touch the run no more.
+  @inline(__always)
+  private func call(parking position: inout Position, _ body: () -> Void) -> UInt8? {
+    phase.store(Phase.running, ordering: .relaxed)
+    baton.pointee.completedInline = Phase.running
+    swap(&baton.pointee.parked, &position)
+    drivingThread.store(currentThreadID(), ordering: .relaxed)
+    body()
+    drivingThread.store(0, ordering: .relaxed)
+    var outcome = baton.pointee.completedInline
+    if outcome == Phase.running {
+      let (exchanged, original) = phase.compareExchange(
+        expected: Phase.running, desired: Phase.suspended, ordering: .acquiringAndReleasing)
+      if exchanged { return nil }
+      outcome = original  // Another thread completed the stage before the body returned.
+    }
+    swap(&baton.pointee.parked, &position)
+    return outcome
   }
 
   /// Goes on after a hop, on the performer's thread: the hop's block, then the rest. A run

@@ -57,7 +57,7 @@ extension Program {
         pending.append(contentsOf: programs.reversed())
       case .hop:
         parts.append(next)  // Hidden unless it is a promise block.
-      case .callback, .direct:
+      case .callback, .direct, .modifier:
         parts.append(next)
       }
     }

@@ -22,8 +22,8 @@ extension AsyncFunc {
   public func finally(_ cleanup: AsyncFunc<Input, Void>) -> AsyncFunc {
     let (inner, cleanup) = (program, cleanup.program)
     return AsyncFunc(modifying: inner, call: "finally(\(cleanup.structure))") {
-      input, token, completion in
-      inner.start(input, token: token, sink: Cleanup(completion, cleanup, input, token))
+      input, token, report in
+      inner.start(input, token: token, sink: Cleanup(report, cleanup, input, token))
     }
   }
 }
@@ -70,23 +70,23 @@ extension AsyncFunc {
     let observe: @Sendable (AnyValue, AnyResult) -> Void = { input, result in
       body(unbox(input), result.map { unbox($0) })
     }
-    return AsyncFunc(modifying: inner, call: "tap { … }") { input, token, completion in
-      inner.start(input, token: token, sink: Tap(completion, input, observe))
+    return AsyncFunc(modifying: inner, call: "tap { … }") { input, token, report in
+      inner.start(input, token: token, sink: Tap(report, input, observe))
     }
   }
 }
 
 /// Where a `tap` stage's inner function reports: the body sees the result on its way through.
 private final class Tap: StageSink {
-  private let completion: StageCompletion
+  private let report: StageReport
   private let input: AnyValue
   private let observe: @Sendable (AnyValue, AnyResult) -> Void
 
   init(
-    _ completion: StageCompletion, _ input: AnyValue,
+    _ report: StageReport, _ input: AnyValue,
     _ observe: @escaping @Sendable (AnyValue, AnyResult) -> Void
   ) {
-    self.completion = completion
+    self.report = report
     self.input = input
     self.observe = observe
   }
@@ -94,12 +94,12 @@ private final class Tap: StageSink {
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     let value = value
     observe(input, .success(value))
-    completion.succeed(value)
+    report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     observe(input, .failure(error))
-    completion.fail(error)
+    report.fail(error)
   }
 }
 
@@ -109,24 +109,24 @@ private final class Tap: StageSink {
 /// `result` is written before the cleanup starts and read when the cleanup reports, which the
 /// cleanup's completion orders after that start: that is what makes `@unchecked Sendable` safe.
 private final class Cleanup: StageSink, @unchecked Sendable {
-  private let completion: StageCompletion
+  private let report: StageReport
   private let cleanup: Program
   private let input: AnyValue
   private let token: CancellationToken
   private var result: AnyResult?
 
   init(
-    _ completion: StageCompletion, _ cleanup: Program, _ input: AnyValue,
+    _ report: StageReport, _ cleanup: Program, _ input: AnyValue,
     _ token: CancellationToken
   ) {
-    self.completion = completion
+    self.report = report
     self.cleanup = cleanup
     self.input = input
     self.token = token
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    guard branch == 0 else { return completion.complete(result.take()!) }
+    guard branch == 0 else { return report.complete(result.take()!) }
     result = .success(value)
     cleanup.start(input, token: token, sink: self, branch: 1)
   }
@@ -134,8 +134,8 @@ private final class Cleanup: StageSink, @unchecked Sendable {
   func stageFailed(_ error: any Error, branch: Int) {
     guard branch == 0 else {
       // The inner function's failure wins over the cleanup's.
-      if case .failure(let innerError)? = result.take() { return completion.fail(innerError) }
-      return completion.fail(error)
+      if case .failure(let innerError)? = result.take() { return report.fail(innerError) }
+      return report.fail(error)
     }
     // A cancelled run is over: `start` sees the token and the cleanup does not begin.
     result = .failure(error)

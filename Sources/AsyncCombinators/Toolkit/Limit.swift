@@ -30,13 +30,13 @@ extension AsyncFunc {
     precondition(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
     let gate = Admission(limit: n)
     let inner = program
-    return AsyncFunc(modifying: inner, call: "limit(\(n))") { input, token, completion in
+    return AsyncFunc(modifying: inner, call: "limit(\(n))") { input, token, report in
       gate.enter(token: token) {
         // The slot is held until every body this run started has called back, even when the
         // run itself is over sooner: cancelled, timed out, beaten in a race.
         let work = InFlightWork(within: token.inFlight) { gate.leave() }
         let (child, link) = token.makeChild(counting: work)
-        inner.start(input, token: child, sink: SlotHolder(completion, work, link))
+        inner.start(input, token: child, sink: SlotHolder(report, work, link))
       }
     }
   }
@@ -45,26 +45,26 @@ extension AsyncFunc {
 /// Where a `limit` stage's inner function reports: the result goes on at once, and gives up
 /// its hold on the slot, which comes back once no body of the run is left in flight.
 private final class SlotHolder: StageSink {
-  private let completion: StageCompletion
+  private let report: StageReport
   private let work: InFlightWork
   private let link: CancellationToken.Registration
 
   init(
-    _ completion: StageCompletion, _ work: InFlightWork, _ link: CancellationToken.Registration
+    _ report: StageReport, _ work: InFlightWork, _ link: CancellationToken.Registration
   ) {
-    self.completion = completion
+    self.report = report
     self.work = work
     self.link = link
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     release()
-    completion.succeed(value)
+    report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     release()
-    completion.fail(error)
+    report.fail(error)
   }
 
   /// First, so that the slot limits this function, not what runs after it.

@@ -42,9 +42,9 @@ extension AsyncFunc {
   public func on(_ performer: some BlockPerformer) -> AsyncFunc {
     let inner = program
     let name = (performer as? DispatchQueue)?.label ?? "\(type(of: performer))"
-    return AsyncFunc(modifying: inner, call: "on(\(name))") { input, token, completion in
-      // A hop: the block starts the inner function, which reports to this stage's completion.
-      performer.perform { inner.start(input, token: token, sink: completion) }
+    return AsyncFunc(modifying: inner, call: "on(\(name))") { input, token, report in
+      // A hop: the block starts the inner function, which reports for this stage.
+      performer.perform { inner.start(input, token: token, report: report) }
     }
   }
 }

@@ -21,8 +21,8 @@ extension AsyncFunc {
   ) -> AsyncFunc {
     let inner = program
     let recovery: @Sendable (any Error) throws -> AnyValue = { try transform($0) }
-    return AsyncFunc(modifying: inner, call: "recover { … }") { input, token, completion in
-      inner.start(input, token: token, sink: Recovery(completion, recovery))
+    return AsyncFunc(modifying: inner, call: "recover { … }") { input, token, report in
+      inner.start(input, token: token, sink: Recovery(report, recovery))
     }
   }
 }
@@ -51,8 +51,8 @@ extension AsyncFunc {
   public func recover(with fallback: AsyncFunc<any Error, Output>) -> AsyncFunc {
     let (inner, fallback) = (program, fallback.program)
     return AsyncFunc(modifying: inner, call: "recover(with: \(fallback.structure))") {
-      input, token, completion in
-      inner.start(input, token: token, sink: Fallback(completion, fallback, token))
+      input, token, report in
+      inner.start(input, token: token, sink: Fallback(report, fallback, token))
     }
   }
 }
@@ -60,43 +60,43 @@ extension AsyncFunc {
 /// Where a `recover(with:)` stage's inner function reports: a failure other than cancellation
 /// starts the fallback, which reports to the stage's own completion.
 private final class Fallback: StageSink {
-  private let completion: StageCompletion
+  private let report: StageReport
   private let fallback: Program
   private let token: CancellationToken
 
-  init(_ completion: StageCompletion, _ fallback: Program, _ token: CancellationToken) {
-    self.completion = completion
+  init(_ report: StageReport, _ fallback: Program, _ token: CancellationToken) {
+    self.report = report
     self.fallback = fallback
     self.token = token
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { completion.succeed(value) }
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { report.succeed(value) }
 
   func stageFailed(_ error: any Error, branch _: Int) {
-    guard !(error is CancellationError) else { return completion.fail(error) }
-    fallback.start(error, token: token, sink: completion)
+    guard !(error is CancellationError) else { return report.fail(error) }
+    fallback.start(error, token: token, report: report)
   }
 }
 
 /// Where a `recover` stage's inner function reports: a failure other than cancellation goes
 /// through the transform.
 private final class Recovery: StageSink {
-  private let completion: StageCompletion
+  private let report: StageReport
   private let transform: @Sendable (any Error) throws -> AnyValue
 
   init(
-    _ completion: StageCompletion, _ transform: @escaping @Sendable (any Error) throws -> AnyValue
+    _ report: StageReport, _ transform: @escaping @Sendable (any Error) throws -> AnyValue
   ) {
-    self.completion = completion
+    self.report = report
     self.transform = transform
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { completion.succeed(value) }
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { report.succeed(value) }
 
   func stageFailed(_ error: any Error, branch _: Int) {
-    guard !(error is CancellationError) else { return completion.fail(error) }
+    guard !(error is CancellationError) else { return report.fail(error) }
     let recovered: AnyValue
-    do { recovered = try transform(error) } catch { return completion.fail(error) }
-    completion.succeed(recovered)
+    do { recovered = try transform(error) } catch { return report.fail(error) }
+    report.succeed(recovered)
   }
 }

@@ -54,8 +54,8 @@ extension AsyncFunc {
     if delay > .zero { call += ", delay: \(delay)" }
     if backoff != 1 { call += ", backoff: \(backoff)" }
     let inner = program
-    return AsyncFunc(modifying: inner, call: call + ")") { input, token, completion in
-      RetryLoop<Output>(inner, input: input, token: token, policy: policy, completion: completion)
+    return AsyncFunc(modifying: inner, call: call + ")") { input, token, report in
+      RetryLoop<Output>(inner, input: input, token: token, policy: policy, report: report)
         .start()
     }
   }

@@ -22,8 +22,8 @@ extension AsyncFunc {
   public func settled() -> AsyncFunc<Input, Result<Output, any Error>> {
     let inner = program
     return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
-      input, token, completion in
-      inner.start(input, token: token, sink: Settlement<Output>(completion))
+      input, token, report in
+      inner.start(input, token: token, sink: Settlement<Output>(report))
     }
   }
 }
@@ -31,18 +31,18 @@ extension AsyncFunc {
 /// Where a `settled` stage's inner function reports: every outcome but cancellation becomes
 /// a value.
 private final class Settlement<Output: Sendable>: StageSink {
-  private let completion: StageCompletion
+  private let report: StageReport
 
-  init(_ completion: StageCompletion) { self.completion = completion }
+  init(_ report: StageReport) { self.report = report }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     let outcome: Result<Output, any Error> = .success(unbox(value))
-    completion.succeed(outcome)
+    report.succeed(outcome)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
-    guard !(error is CancellationError) else { return completion.fail(error) }
+    guard !(error is CancellationError) else { return report.fail(error) }
     let outcome: Result<Output, any Error> = .failure(error)
-    completion.succeed(outcome)
+    report.succeed(outcome)
   }
 }

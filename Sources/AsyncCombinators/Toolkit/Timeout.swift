@@ -50,11 +50,11 @@ extension AsyncFunc {
       duration >= .zero, "timeout(\(duration)): the duration must not be negative", file: file,
       line: line)
     let inner = program
-    return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, completion in
+    return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
       let (child, link) = token.makeChild()
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = TimerDeadline(after: duration, on: clock)
-      let race = Deadline(completion, child, link)
+      let race = Deadline(report, child, link)
       inner.start(input, token: child, sink: race)
       // A result that arrived during the start has cancelled `child`: no timer is needed.
       guard !child.isCancelled else { return }
@@ -66,16 +66,16 @@ extension AsyncFunc {
 /// Where a `timeout` stage's inner function reports, racing its timer: whichever comes first
 /// completes the stage and cancels the other (the inner run, or the timer).
 private final class Deadline: StageSink {
-  private let completion: StageCompletion
+  private let report: StageReport
   private let child: CancellationToken
   private let link: CancellationToken.Registration
   private let decided = Once()
 
   init(
-    _ completion: StageCompletion, _ child: CancellationToken,
+    _ report: StageReport, _ child: CancellationToken,
     _ link: CancellationToken.Registration
   ) {
-    self.completion = completion
+    self.report = report
     self.child = child
     self.link = link
   }
@@ -83,17 +83,17 @@ private final class Deadline: StageSink {
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     let value = value
     guard decide() else { return }
-    completion.succeed(value)
+    report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     guard decide() else { return }
-    completion.fail(error)
+    report.fail(error)
   }
 
   func expire(_ error: TimeoutError) {
     guard decide() else { return }
-    completion.fail(error)
+    report.fail(error)
   }
 
   private func decide() -> Bool {
