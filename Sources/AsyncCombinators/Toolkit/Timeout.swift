@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// The error of a run that ``AsyncFunc/timeout(_:clock:file:line:)`` stopped because it took too long.
 public struct TimeoutError: Error, Equatable, CustomStringConvertible {
@@ -69,7 +70,8 @@ private final class Deadline: StageSink {
   private let report: StageReport
   private let child: CancellationToken
   private let link: CancellationToken.Registration
-  private let decided = Once()
+  /// Won by the first of the result and the timer; in place, not an object of its own.
+  private let decided = Atomic<Bool>(false)
 
   init(
     _ report: StageReport, _ child: CancellationToken,
@@ -97,7 +99,7 @@ private final class Deadline: StageSink {
   }
 
   private func decide() -> Bool {
-    guard decided.claim() else { return false }
+    guard !decided.exchange(true, ordering: .acquiringAndReleasing) else { return false }
     link.remove()
     child.cancel()  // Stops the timer, or the inner run.
     return true
