@@ -132,6 +132,9 @@ final class Run: StageSink, @unchecked Sendable {
   }
 
   deinit {
+    // Parked at a hop whose block never ran (its performer dropped it): the value is still
+    // in the slot.
+    if baton.pointee.hop != nil { slot.deinitialize(count: 1) }
     baton.deinitialize(count: 1)
     baton.deallocate()
     slot.deallocate()
