@@ -173,8 +173,9 @@ final class DirectStage: Sendable {
 /// Where a `.hop` resumes its run. On its own a hop passes its value through; a promise block
 /// is a `BlockNode`, which runs its body there first.
 ///
-/// Every stored property is a `let` of a `Sendable` type, here and in the subclass; a class
-/// that can be subclassed cannot say so to the compiler, hence `@unchecked`.
+/// No lock makes it safe: every stored property is a `let` of a `Sendable` type, here and in
+/// the subclass, but a class that can be subclassed cannot say so to the compiler, hence
+/// `@unchecked`.
 @usableFromInline
 class HopNode: @unchecked Sendable {
   let performer: any BlockPerformer
@@ -189,7 +190,8 @@ class HopNode: @unchecked Sendable {
   func run(_ value: AnyValue) throws -> AnyValue { value }
 }
 
-/// A promise block: a hop and a synchronous body in one object. Typed, so the body is stored
+/// A promise block: a hop and a synchronous body in one object. `@unchecked` for the reason
+/// `HopNode` gives: no lock, because nothing in it is ever written after `init`. Typed, so the body is stored
 /// as the caller wrote it, with no erasing closure around it: a link costs two objects to
 /// build (this and its `+>`) rather than four.
 @usableFromInline
