@@ -148,20 +148,23 @@ private struct Failure: Error, Equatable {
   }
 
   @Test func each_start_runs_the_chain_again_independently() async throws {
-    let runs = Recorder<Int>()
+    // Recording and counting under one lock: two concurrent runs each see their own count.
+    let runs = Locked<[Int]>([])
     let promise = firstly { 20 }.then { x in
-      runs.record(x)
-      return x + runs.count
+      runs.withLock { seen in
+        seen.append(x)
+        return x + seen.count
+      }
     }
     async let first = promise.value
     async let second = promise.value
     let values = try await [first, second]
-    #expect(runs.all == [20, 20])
+    #expect(runs.withLock { $0 } == [20, 20])
     #expect(Set(values) == [21, 22])
     let finished = Gate()
     let token = promise.always { finished.open() }.error { _ in }
     await finished.wait()
-    #expect(runs.count == 3)
+    #expect(runs.withLock { $0.count } == 3)
     #expect(!token.isCancelled)
   }
 
