@@ -96,9 +96,14 @@ func runConcurrentMapStreamMemory(elements count: Int = 1_000_000) {
 
 /// One million elements through the ordered stream (or, with `arrayInstead`, the array fold)
 /// and nothing else, for `perf stat` and valgrind: context switches are where the two differ.
-func runConcurrentMapStreamProfile(arrayInstead: Bool) {
+/// With `synchronous`, the body completes at once instead of hopping, so that everything runs
+/// on the consumer's thread and the instructions counted are the stream's own.
+func runConcurrentMapStreamProfile(arrayInstead: Bool, synchronous: Bool) {
   let queue = DispatchQueue(label: "bench.concurrentMapStream.profile", attributes: .concurrent)
-  let hop = AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
+  let hop =
+    synchronous
+    ? AsyncFunc<Int, Int>.sync { $0 &* 2 }
+    : AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
   let mapped = hop.concurrentMap(limit: 8)
   for _ in 0..<10 {
     if arrayInstead {

@@ -63,8 +63,10 @@ if arguments.first == "--folds" {
   exit(0)
 }
 if arguments.first == "--stream-profile" {
-  // `--stream-profile [array]`: one contender alone, for `perf stat`.
-  runConcurrentMapStreamProfile(arrayInstead: arguments.dropFirst().first == "array")
+  // `--stream-profile [array] [sync]`: one contender alone, for `perf stat` and valgrind;
+  // `sync` runs a synchronous body instead of the hop, to see the stream's own cost.
+  runConcurrentMapStreamProfile(
+    arrayInstead: arguments.contains("array"), synchronous: arguments.contains("sync"))
   exit(0)
 }
 if arguments.first == "--stream" {

@@ -123,9 +123,9 @@ where Base.Element: Sendable {
 
   /// Takes the outputs one at a time, pulling from the source as it goes.
   public struct AsyncIterator: AsyncIteratorProtocol {
-    private let lifetime: Lifetime
+    @usableFromInline let lifetime: Lifetime
     /// The source's iterator: used only by this iterator's `next()`, on the consumer's task.
-    private var source: Base.AsyncIterator?
+    @usableFromInline var source: Base.AsyncIterator?
 
     fileprivate init(lifetime: Lifetime, source: Base.AsyncIterator) {
       self.lifetime = lifetime
@@ -136,15 +136,36 @@ where Base.Element: Sendable {
     ///
     /// - Throws: ``FailureRateExceeded`` beyond the tolerance, the source's error,
     ///   `CancellationError` when an element cancelled itself or the calling task is cancelled.
+    @inlinable
     public mutating func next() async throws -> Output? {
-      try await lifetime.storage.next(from: &source).map { unbox($0, as: Output.self) }
+      let storage = lifetime.storage
+      while true {
+        switch storage.nextStep() {
+        case .deliver(.success(let output?)):
+          return unbox(output, as: Output.self)
+        case .deliver(let end):
+          // At the end, however it came, the source's iteration ends: its iterator goes.
+          source = nil
+          _ = try end.get()
+          return nil
+        case .pull:
+          do {
+            storage.pulled(try await source?.next())
+          } catch {
+            storage.sourceFailed(error)
+          }
+        case .wait:
+          await storage.waitForProgress()
+        }
+      }
     }
   }
 
   /// Ends the iteration when the last copy of its iterator goes away: the consumer broke
   /// out of its loop.
-  fileprivate final class Lifetime: Sendable {
-    let storage: ConcurrentMapStorage
+  @usableFromInline
+  final class Lifetime: Sendable {
+    @usableFromInline let storage: ConcurrentMapStorage
 
     init(storage: ConcurrentMapStorage) {
       self.storage = storage

@@ -12,10 +12,12 @@
 /// window where outputs that finished early wait for an earlier one, and where elements
 /// pulled while `limit` run wait for a slot (`pending`): the thread that frees a slot starts
 /// one, so starting it wakes no other thread.
+@usableFromInline
 struct ConcurrentMapStateMachine: Sendable {
   typealias Waiter = UnsafeContinuation<Void, Never>
 
   /// What the consumer's loop does next.
+  @usableFromInline
   enum Step: Sendable {
     /// Pull one element from the source; the slot is reserved.
     case pull

@@ -6,6 +6,7 @@
 /// `Sendable`; no second task has to be woken for every pull. Elements run as interpreter runs
 /// on one token, cancelled as a whole when the stream ends early; no task per element, and no
 /// thread ever waits.
+@usableFromInline
 final class ConcurrentMapStorage: Sendable {
   private let program: Program
   private let machine: Locked<ConcurrentMapStateMachine>
@@ -26,44 +27,20 @@ final class ConcurrentMapStorage: Sendable {
 
   // MARK: The consumer
 
-  /// One `next()`: pulls into every free slot, then hands out an output or the end, waiting
-  /// when there is neither.
-  func next<Source: AsyncIteratorProtocol>(from source: inout Source?) async throws -> AnyValue?
-  where Source.Element: Sendable {
-    while true {
-      if Task.isCancelled { consumerGone() }
-      switch machine.withLock({ $0.nextStep() }) {
-      case .deliver(let result):
-        // At the end, however it came, the source's iteration ends: its iterator goes.
-        if case .success(let output) = result, output != nil {} else { source = nil }
-        return try result.get()
-      case .pull:
-        await pull(from: &source)
-      case .wait:
-        await withTaskCancellationHandler {
-          await withUnsafeContinuation { continuation in
-            execute(machine.withLock { $0.consumerWaits(continuation) })
-          }
-        } onCancel: {
-          consumerGone()
-        }
-      }
-    }
+  // The consumer's loop itself is the iterator's `next()`, inlined into the caller so that
+  // the source's `next()` is called with its type known: run unspecialized, the generic
+  // pull cost the runtime metadata lookups and value-witness calls of a whole element.
+
+  /// The consumer's next step: pull, hand out an output or the end, or wait.
+  @usableFromInline
+  func nextStep() -> ConcurrentMapStateMachine.Step {
+    if Task.isCancelled { consumerGone() }
+    return machine.withLock { $0.nextStep() }
   }
 
-  /// The consumer's task was cancelled, or its iterator released.
-  func consumerGone() {
-    execute(machine.withLock { $0.consumerGone() })
-  }
-
-  private func pull<Source: AsyncIteratorProtocol>(from source: inout Source?) async
-  where Source.Element: Sendable {
-    let input: Source.Element?
-    do {
-      input = try await source?.next()
-    } catch {
-      return execute(machine.withLock { $0.sourceFailed(error) })
-    }
+  /// The source produced `input`, or ended with `nil`: start it, queue it, or note the end.
+  @usableFromInline
+  func pulled(_ input: AnyValue?) {
     guard let input else {
       // A source may end early because the consumer's task was cancelled: that is the
       // consumer giving up, not the source ending.
@@ -72,6 +49,30 @@ final class ConcurrentMapStorage: Sendable {
     }
     guard case .start(let index) = machine.withLock({ $0.pulledElement(input) }) else { return }
     start(index, input)
+  }
+
+  /// The source threw `error`.
+  @usableFromInline
+  func sourceFailed(_ error: any Error) {
+    execute(machine.withLock { $0.sourceFailed(error) })
+  }
+
+  /// Suspends the consumer until it can go on: an output, the end, or room to pull.
+  @usableFromInline
+  func waitForProgress() async {
+    await withTaskCancellationHandler {
+      await withUnsafeContinuation { continuation in
+        execute(machine.withLock { $0.consumerWaits(continuation) })
+      }
+    } onCancel: {
+      consumerGone()
+    }
+  }
+
+  /// The consumer's task was cancelled, or its iterator released.
+  @usableFromInline
+  func consumerGone() {
+    execute(machine.withLock { $0.consumerGone() })
   }
 
   private func start(_ index: Int, _ input: AnyValue) {
