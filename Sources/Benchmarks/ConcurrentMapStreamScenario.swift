@@ -21,15 +21,22 @@ struct Counting: AsyncSequence, Sendable {
   }
 }
 
-/// `concurrentMap(over:limit: 8)` over 100,000 elements whose body hops to a concurrent queue,
-/// against the array `concurrentMap(limit: 8)` of the same elements and the same hop: what
-/// streaming costs per element over holding the whole batch.
+/// `concurrentMap(over:limit: 8)` over 100,000 elements against the array
+/// `concurrentMap(limit: 8)` of the same elements and body: what streaming costs per element
+/// over holding the whole batch. Twice: with a body that hops to a concurrent queue, where each
+/// element the consumer pulls has to be handed to another thread; and with a synchronous body,
+/// where everything runs on the consumer's thread and the figure is the stream's own cost.
 func runConcurrentMapStreamScenario() {
-  let count = 100_000
-  let limit = 8
   let queue = DispatchQueue(label: "bench.concurrentMapStream", attributes: .concurrent)
   let hop = AsyncFunc<Int, Int> { x, complete in queue.async { complete(.success(x &* 2)) } }
-  let mapped = hop.concurrentMap(limit: limit)
+  compareStreamToArray(hop, body: "hop")
+  compareStreamToArray(.sync { $0 &* 2 }, body: "sync")
+}
+
+private func compareStreamToArray(_ function: AsyncFunc<Int, Int>, body: String) {
+  let count = 100_000
+  let limit = 8
+  let mapped = function.concurrentMap(limit: limit)
   let sums = Box()
 
   func stream(ordered: Bool) -> Int {
@@ -37,7 +44,7 @@ func runConcurrentMapStreamScenario() {
     waitFor { done in
       Task {
         var total = 0
-        for try await y in hop.concurrentMap(
+        for try await y in function.concurrentMap(
           over: Counting(count: count), limit: limit, ordered: ordered)
         {
           total &+= y
@@ -66,12 +73,11 @@ func runConcurrentMapStreamScenario() {
     { precondition(stream(ordered: false) == sums.value.load(ordering: .relaxed), "differ") },
   ])
   let perElement = medians.map { $0 / Double(count) }
-  report(
-    "concurrentMap(over:), \(count), ordered", unit: "ns/element", ours: perElement[1],
-    baselines: [("array concurrentMap(limit: 8)", perElement[0])])
-  report(
-    "concurrentMap(over:), \(count), unordered", unit: "ns/element",
-    ours: perElement[2], baselines: [("array concurrentMap(limit: 8)", perElement[0])])
+  for (row, order) in [(1, "ordered"), (2, "unordered")] {
+    report(
+      "concurrentMap(over:), \(count), \(body), \(order)", unit: "ns/element",
+      ours: perElement[row], baselines: [("array concurrentMap(limit: 8)", perElement[0])])
+  }
 }
 
 /// 1,000,000 elements through `concurrentMap(over:limit: 8)`, alone in a child process: the

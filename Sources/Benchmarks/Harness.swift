@@ -28,7 +28,7 @@ func waitFor(_ start: (@escaping @Sendable () -> Void) -> Void) {
 
 /// One row of the report: our figure, the baseline's, and their ratio.
 func report(_ scenario: String, unit: String, ours: Double, baselines: [(String, Double)]) {
-  let name = scenario.padding(toLength: 44, withPad: " ", startingAt: 0)
+  let name = scenario.padding(toLength: 46, withPad: " ", startingAt: 0)
   var line = "\(name) ours \(format(ours)) \(unit)"
   for (label, value) in baselines {
     line += " | \(label) \(format(value)) (x\(String(format: "%.2f", ours / value)))"
