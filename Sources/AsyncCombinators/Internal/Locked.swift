@@ -7,7 +7,8 @@
     import Musl
   #endif
 
-  /// The lock every piece of shared state in the library (and its tests) is kept under.
+  /// The lock every piece of shared state in the package (the library, its testing module and
+  /// the tests) is kept under.
   ///
   /// Normally it *is* `Mutex` from `Synchronization`. On Linux that `Mutex` waits with
   /// priority-inheriting futexes, where the kernel hands ownership over and no user-space
@@ -17,11 +18,11 @@
   /// is how the library uses its locks, which is the same with either.
   ///
   /// `@unchecked Sendable`: `mutex` guards `value`, exactly as `Mutex` does.
-  final class Locked<Value>: @unchecked Sendable {
+  package final class Locked<Value>: @unchecked Sendable {
     private var value: Value
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
 
-    init(_ value: consuming Value) {
+    package init(_ value: consuming Value) {
       self.value = value
       pthread_mutex_init(mutex, nil)
     }
@@ -31,7 +32,7 @@
       mutex.deallocate()
     }
 
-    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+    package func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
       pthread_mutex_lock(mutex)
       defer { pthread_mutex_unlock(mutex) }
       return try body(&value)
@@ -40,8 +41,8 @@
 #else
   import Synchronization
 
-  /// The lock every piece of shared state in the library (and its tests) is kept under:
-  /// `Mutex` from `Synchronization`. See the `AC_TSAN` branch of this file for why it has a name
-  /// of its own.
-  typealias Locked<Value: ~Copyable> = Mutex<Value>
+  /// The lock every piece of shared state in the package (the library, its testing module and
+  /// the tests) is kept under: `Mutex` from `Synchronization`. See the `AC_TSAN` branch of this
+  /// file for why it has a name of its own.
+  package typealias Locked<Value: ~Copyable> = Mutex<Value>
 #endif
