@@ -84,43 +84,26 @@ public final class TestClock: TimerSchedulingClock, Sendable {
 
   private struct State {
     var now = Instant.start
-    var nextSequence: UInt64 = 0
-    /// The entries neither fired nor cancelled, by sequence number.
-    var pending: [UInt64: Entry] = [:]
-    var queue = TimerQueue<Instant>()
+    /// The entries neither fired nor cancelled.
+    var pending = DeadlineQueue<Instant, Entry>()
     /// How many threads are in an advance: an entry due at once is then queued, not run,
     /// so that it fires in its turn.
     var advancing = 0
 
-    /// Queues `entry` and returns its sequence number.
+    /// Queues `entry` and returns the number that cancels it.
     mutating func insert(_ entry: Entry, at deadline: Instant) -> UInt64 {
-      let sequence = nextSequence
-      nextSequence += 1
-      pending[sequence] = entry
-      queue.insert(.init(deadline: deadline, sequence: sequence))
-      return sequence
+      pending.schedule(entry, at: deadline)
     }
 
     mutating func remove(_ sequence: UInt64) -> Entry? {
-      let entry = pending.removeValue(forKey: sequence)
-      // Keys of cancelled entries wait in the heap; drop them once they are most of it.
-      if queue.count > 64 && queue.count > 2 * pending.count {
-        let live = pending
-        queue.retain { live[$0.sequence] != nil }
-      }
-      return entry
+      pending.cancel(sequence)
     }
 
     /// Takes the next entry due by `limit`, and moves `now` to its deadline.
     mutating func takeDue(by limit: Instant) -> Entry? {
-      while let key = queue.first {
-        guard key.deadline <= limit else { return nil }
-        queue.removeFirst()
-        guard let entry = pending.removeValue(forKey: key.sequence) else { continue }
-        if key.deadline > now { now = key.deadline }
-        return entry
-      }
-      return nil
+      guard let (deadline, entry) = pending.takeFirst(dueBy: limit) else { return nil }
+      if deadline > now { now = deadline }
+      return entry
     }
   }
 
@@ -143,14 +126,7 @@ public final class TestClock: TimerSchedulingClock, Sendable {
 
   /// The deadline of the earliest pending timer or sleeper, or `nil` when nothing waits.
   public var nextDeadline: Instant? {
-    state.withLock { state in
-      // Keys of cancelled entries at the top are dropped on the way: they would be anyway.
-      while let key = state.queue.first {
-        if state.pending[key.sequence] != nil { return key.deadline }
-        state.queue.removeFirst()
-      }
-      return nil
-    }
+    state.withLock { $0.pending.nextDeadline() }
   }
 
   /// Moves time forward by `duration`, firing every timer due by then. See ``advance(to:)``.
