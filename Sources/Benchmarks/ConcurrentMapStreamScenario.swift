@@ -100,11 +100,11 @@ func runConcurrentMapStreamMemory(elements count: Int = 1_000_000) {
   print("memory stream \(format(peakResidentMegabytes()))")
 }
 
-/// One million elements through the ordered stream (or, with `arrayInstead`, the array fold)
-/// and nothing else, for `perf stat` and valgrind: context switches are where the two differ.
+/// One million elements through the stream (or, with `arrayInstead`, the array fold) and
+/// nothing else, for `perf stat` and valgrind: context switches are where the two differ.
 /// With `synchronous`, the body completes at once instead of hopping, so that everything runs
 /// on the consumer's thread and the instructions counted are the stream's own.
-func runConcurrentMapStreamProfile(arrayInstead: Bool, synchronous: Bool) {
+func runConcurrentMapStreamProfile(arrayInstead: Bool, synchronous: Bool, ordered: Bool) {
   let queue = DispatchQueue(label: "bench.concurrentMapStream.profile", attributes: .concurrent)
   let hop =
     synchronous
@@ -117,7 +117,9 @@ func runConcurrentMapStreamProfile(arrayInstead: Bool, synchronous: Bool) {
     } else {
       waitFor { done in
         Task {
-          for try await _ in hop.concurrentMap(over: Counting(count: 100_000), limit: 8) {}
+          for try await _ in hop.concurrentMap(
+            over: Counting(count: 100_000), limit: 8, ordered: ordered)
+          {}
           done()
         }
       }

@@ -63,10 +63,11 @@ if arguments.first == "--folds" {
   exit(0)
 }
 if arguments.first == "--stream-profile" {
-  // `--stream-profile [array] [sync]`: one contender alone, for `perf stat` and valgrind;
-  // `sync` runs a synchronous body instead of the hop, to see the stream's own cost.
+  // `--stream-profile [array] [sync] [unordered]`: one contender alone, for `perf stat` and
+  // valgrind; `sync` runs a synchronous body instead of the hop, to see the stream's own cost.
   runConcurrentMapStreamProfile(
-    arrayInstead: arguments.contains("array"), synchronous: arguments.contains("sync"))
+    arrayInstead: arguments.contains("array"), synchronous: arguments.contains("sync"),
+    ordered: !arguments.contains("unordered"))
   exit(0)
 }
 if arguments.first == "--stream" {
