@@ -448,4 +448,55 @@ import Testing
     #expect(all.last?.failed == 50)
     #expect(zip(all, all.dropFirst()).allSatisfy { $0.failed <= $1.failed })
   }
+
+  // MARK: Isolation
+
+  /// The numbers `0..<count`, recording the actor each pull was made in (`nil` for none).
+  struct IsolationRecordingSource: AsyncSequence, Sendable {
+    let count: Int
+    let pulls: Recorder<ObjectIdentifier?>
+
+    func makeAsyncIterator() -> Iterator { Iterator(count: count, pulls: pulls) }
+
+    struct Iterator: AsyncIteratorProtocol {
+      let count: Int
+      let pulls: Recorder<ObjectIdentifier?>
+      var position = 0
+
+      mutating func next() async -> Int? {
+        pulls.record(nil)
+        return advance()
+      }
+
+      mutating func next(isolation actor: isolated (any Actor)?) async -> Int? {
+        pulls.record(actor.map { ObjectIdentifier($0) })
+        return advance()
+      }
+
+      private mutating func advance() -> Int? {
+        guard position < count else { return nil }
+        defer { position += 1 }
+        return position
+      }
+    }
+  }
+
+  actor Consumer {
+    func sum(_ outputs: some AsyncSequence<Int, any Error>) async throws -> Int {
+      var total = 0
+      for try await output in outputs { total += output }
+      return total
+    }
+  }
+
+  @Test func a_loop_on_an_actor_pulls_the_source_in_that_actors_isolation() async throws {
+    let pulls = Recorder<ObjectIdentifier?>()
+    let double = AsyncFunc<Int, Int>.sync { $0 * 2 }
+    let consumer = Consumer()
+    let outputs = double.concurrentMap(
+      over: IsolationRecordingSource(count: 20, pulls: pulls), limit: 3)
+    #expect(try await consumer.sum(outputs) == 380)
+    // Twenty elements and the end: every pull made on the consumer's actor.
+    #expect(pulls.all == Array(repeating: ObjectIdentifier(consumer), count: 21))
+  }
 }

@@ -138,6 +138,16 @@ where Base.Element: Sendable {
     ///   `CancellationError` when an element cancelled itself or the calling task is cancelled.
     @inlinable
     public mutating func next() async throws -> Output? {
+      try await next(isolation: nil)
+    }
+
+    /// The next output, pulling from the source in the caller's isolation: what `for try await`
+    /// calls, so that a loop on an actor (the main actor, say) pulls without leaving it.
+    ///
+    /// - Parameter actor: The caller's actor, or `nil` outside one.
+    /// - Throws: As ``next()``.
+    @inlinable
+    public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Output? {
       let storage = lifetime.storage
       while true {
         switch storage.nextStep() {
@@ -150,7 +160,7 @@ where Base.Element: Sendable {
           return nil
         case .pull:
           do {
-            storage.pulled(try await source?.next())
+            storage.pulled(try await source?.next(isolation: actor))
           } catch {
             storage.sourceFailed(error)
           }
