@@ -78,6 +78,23 @@ import Testing
     #expect(parking.takeAll().map(\.input) == [2])  // Run 1 never started; run 2 did.
   }
 
+  @Test func cancelled_waiters_do_not_pile_up_while_the_slot_is_held() {
+    let gate = Admission(limit: 1)
+    let started = Recorder<Int>()
+    gate.enter(token: CancellationToken()) { started.record(0) }
+    let tokens = (1...10_000).map { _ in CancellationToken() }
+    for (index, token) in tokens.enumerated() {
+      gate.enter(token: token) { started.record(index + 1) }
+    }
+    #expect(gate.queuedEntries == 10_000)
+    // Cancelled in arrival order, and from the back, around one that stays.
+    for token in tokens[0..<5_000] { token.cancel() }
+    for token in tokens[5_001...].reversed() { token.cancel() }
+    #expect(gate.queuedEntries <= 64)
+    gate.leave()
+    #expect(started.all == [0, 5_001])  // Only the waiter left gets the slot.
+  }
+
   @Test func synchronous_runs_released_from_the_queue_do_not_recurse() async {
     let hold = Parking<Int, Int>()
     let mostlySync = AsyncFunc<Int, Int> { x, complete in
