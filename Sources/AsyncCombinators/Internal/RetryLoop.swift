@@ -9,7 +9,10 @@ import Synchronization
 ///
 /// Each attempt starts the inner program directly and reports to the loop, as a modifier's
 /// inner function reports to its sink: no run of its own, no registration.
-final class RetryLoop<Output: Sendable>: StageSink {
+///
+/// Not generic over the output, which it only passes on: a generic class, and the state nested
+/// in it, would cost a lookup of their type metadata in the runtime's cache on every run.
+final class RetryLoop: StageSink {
   private struct State {
     var attempts = 0
     /// Whether a thread is in `loop()` and will start the next attempt when asked.
@@ -59,14 +62,14 @@ final class RetryLoop<Output: Sendable>: StageSink {
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
-    attemptEnded(.success(unbox(value)))
+    attemptEnded(.success(value))
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     attemptEnded(.failure(error))
   }
 
-  private func attemptEnded(_ result: Result<Output, any Error>) {
+  private func attemptEnded(_ result: AnyResult) {
     let attempt = state.withLock { state in
       state.attempts += 1
       return state.attempts

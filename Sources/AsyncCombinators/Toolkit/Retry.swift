@@ -55,7 +55,7 @@ extension AsyncFunc {
     if backoff != 1 { call += ", backoff: \(backoff)" }
     let inner = program
     return AsyncFunc(modifying: inner, call: call + ")") { input, token, report in
-      RetryLoop<Output>(inner, input: input, token: token, policy: policy, report: report)
+      RetryLoop(inner, input: input, token: token, policy: policy, report: report)
         .start()
     }
   }
