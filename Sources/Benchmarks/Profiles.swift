@@ -10,6 +10,7 @@ func runProfile(_ name: String, count: Int = 100_000) {
   }
   let folds: [String: AsyncFunc<[Int], [Int]>] = [
     "map": f.concurrentMap(),
+    "map8": f.concurrentMap(limit: 8),
     "on": f.on(DispatchQueue.global()).concurrentMap(),
     "recover": f.recover { _ in 0 }.concurrentMap(),
     "finally": f.finally(.sync { _ in }).concurrentMap(),

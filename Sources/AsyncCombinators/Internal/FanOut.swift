@@ -252,12 +252,15 @@ final class FanOut<Element: Sendable>: StageSink {
 
 /// Where an element of a limited fold reports: its result goes to the join at once, and gives
 /// up its hold on the element's slot, which comes back once no body of it is in flight.
-private final class ElementSink<Element: Sendable>: StageSink {
-  private let join: FanOut<Element>
+///
+/// It holds the join as a sink rather than as a `FanOut<Element>`: a class generic over the
+/// element would cost a lookup of its type metadata in the runtime's cache per element.
+private final class ElementSink: StageSink {
+  private let join: any StageSink
   private let work: InFlightWork
   private let link: CancellationToken.Registration
 
-  init(_ join: FanOut<Element>, _ work: InFlightWork, _ link: CancellationToken.Registration) {
+  init(_ join: any StageSink, _ work: InFlightWork, _ link: CancellationToken.Registration) {
     self.join = join
     self.work = work
     self.link = link
