@@ -4,8 +4,8 @@ import Synchronization
 /// A one-shot timer that a run's cancellation stops, on whichever clock an operator was given.
 ///
 /// Used by `retry`'s delay, `timeout` and `delay`. `ContinuousClock`, the default, keeps the
-/// fast path: an entry in ``SharedTimers``, one Dispatch timer source for all of them. A ``TimerSchedulingClock`` (the test
-/// clock) schedules the timer itself. Any other clock is honoured through its
+/// fast path: an entry in ``SharedTimers``, one Dispatch timer source for all of them. A
+/// ``TimerSchedulingClock`` (the test clock) schedules the timer itself. Any other clock is honoured through its
 /// `sleep(until:tolerance:)`: one task per pending timer, cancelled with the run.
 enum OneShotTimer {
   /// Calls `fire` once `duration` has passed on `clock`, unless `token` is cancelled first.
@@ -15,7 +15,7 @@ enum OneShotTimer {
     _ duration: Duration, clock: C, token: CancellationToken,
     _ fire: @escaping @Sendable () -> Void
   ) where C.Duration == Duration {
-    TimerDeadline(after: duration, on: clock).arm(token: token, fire)
+    TimerClock(clock).after(duration, token, fire)
   }
 
   /// `now + duration`, saturating: a negative duration is now, a huge one is far in the future.
@@ -30,21 +30,36 @@ enum OneShotTimer {
 
 /// When a timer is due, fixed when its wait begins, so that work done before the timer is
 /// armed (`timeout` starts its inner run first) does not lengthen the wait.
-struct TimerDeadline<C: Clock>: Sendable where C.Duration == Duration {
+///
+/// Not generic over the clock: code generic over it runs unspecialized inside the library and
+/// would ask the runtime's metadata cache for `TimerDeadline<C>` on every run. Operators erase
+/// their clock once, into a ``TimerClock``, when they are built.
+struct TimerDeadline: Sendable {
   private enum Kind: Sendable {
     /// The default clock: Dispatch's uptime-based deadline.
     case dispatch(DispatchTime)
-    /// Any other clock, and the instant on it.
-    case clock(C, C.Instant)
+    /// Any other clock: arms the timer at the instant fixed on it.
+    case custom(
+      @Sendable (CancellationToken, CancellationLink, @escaping @Sendable () -> Void) -> Void)
   }
 
   private let kind: Kind
 
-  init(after duration: Duration, on clock: C) {
-    if C.self == ContinuousClock.self {
-      kind = .dispatch(OneShotTimer.deadline(after: duration))
-    } else {
-      kind = .clock(clock, clock.now.advanced(by: duration))
+  fileprivate init(dispatch deadline: DispatchTime) { kind = .dispatch(deadline) }
+
+  fileprivate init<C: Clock>(after duration: Duration, on clock: C) where C.Duration == Duration {
+    let deadline = clock.now.advanced(by: duration)
+    kind = .custom { token, link, fire in
+      if let scheduling = clock as? any TimerSchedulingClock {
+        // The clock may fire at once, before `connect`: the link then unregisters itself.
+        link.connect(token, to: schedule(on: scheduling, at: deadline, fire))
+      } else {
+        let task = Task {
+          do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+          fire()
+        }
+        link.connect(token, to: task)
+      }
     }
   }
 
@@ -58,43 +73,48 @@ struct TimerDeadline<C: Clock>: Sendable where C.Duration == Duration {
     switch kind {
     case .dispatch(let deadline):
       link.connect(token, to: SharedTimers.shared.schedule(at: deadline, finishThenFire))
-    case .clock(let clock, let deadline):
-      if let scheduling = clock as? any TimerSchedulingClock {
-        // The clock may fire at once, before `connect`: the link then unregisters itself.
-        link.connect(token, to: schedule(on: scheduling, at: deadline, finishThenFire))
-      } else {
-        let task = Task {
-          do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
-          finishThenFire()
-        }
-        link.connect(token, to: task)
-      }
+    case .custom(let arm):
+      arm(token, link, finishThenFire)
     }
-  }
-
-  /// Opens the scheduling clock, which is `C` itself, so the deadline can be handed over.
-  private func schedule<S: TimerSchedulingClock>(
-    on clock: S, at deadline: C.Instant, _ fire: @escaping @Sendable () -> Void
-  ) -> any Cancellable {
-    // `clock` was `C` cast to the protocol, so `S.Instant` is `C.Instant`.
-    clock.scheduleTimer(at: deadline as! S.Instant, fire)
   }
 }
 
-/// A clock erased to what a timer needs, for state that cannot be generic over it.
+/// Opens a scheduling clock, which is `C` itself, so that the deadline can be handed over.
+private func schedule<S: TimerSchedulingClock, Instant>(
+  on clock: S, at deadline: Instant, _ fire: @escaping @Sendable () -> Void
+) -> any Cancellable {
+  // `clock` was `C` cast to the protocol, so `S.Instant` is `C.Instant`, which is `Instant`.
+  clock.scheduleTimer(at: deadline as! S.Instant, fire)
+}
+
+/// A clock erased, once, to what a timer needs, so that the code each run executes is not
+/// generic over it.
 struct TimerClock: Sendable {
-  /// Starts a timer: `fire` once `duration` has passed, unless the token is cancelled first.
-  let after:
-    @Sendable (
-      _ duration: Duration, _ token: CancellationToken, _ fire: @escaping @Sendable () -> Void
-    ) ->
-      Void
+  /// `nil` for `ContinuousClock`, whose deadlines are Dispatch times.
+  private let customDeadline: (@Sendable (Duration) -> TimerDeadline)?
 
   init<C: Clock>(_ clock: C) where C.Duration == Duration {
-    after = { duration, token, fire in
-      OneShotTimer.after(duration, clock: clock, token: token, fire)
+    if C.self == ContinuousClock.self {
+      customDeadline = nil
+    } else {
+      customDeadline = { duration in TimerDeadline(after: duration, on: clock) }
     }
   }
 
   static let continuous = TimerClock(ContinuousClock())
+
+  /// The instant `duration` from now.
+  func deadline(after duration: Duration) -> TimerDeadline {
+    guard let customDeadline else {
+      return TimerDeadline(dispatch: OneShotTimer.deadline(after: duration))
+    }
+    return customDeadline(duration)
+  }
+
+  /// Starts a timer: `fire` once `duration` has passed, unless `token` is cancelled first.
+  func after(
+    _ duration: Duration, _ token: CancellationToken, _ fire: @escaping @Sendable () -> Void
+  ) {
+    deadline(after: duration).arm(token: token, fire)
+  }
 }

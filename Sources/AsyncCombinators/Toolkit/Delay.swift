@@ -24,9 +24,10 @@ extension AsyncFunc where Input == Output {
     precondition(
       duration >= .zero, "delay(\(duration)): the duration must not be negative", file: file,
       line: line)
+    let timers = TimerClock(clock)
     return AsyncFunc(label: Label(name: "delay(\(duration))", fileID: #fileID, line: #line)) {
       input, token, complete in
-      OneShotTimer.after(duration, clock: clock, token: token) { complete(.success(input)) }
+      timers.after(duration, token) { complete(.success(input)) }
     }
   }
 }

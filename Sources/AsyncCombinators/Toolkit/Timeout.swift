@@ -51,10 +51,11 @@ extension AsyncFunc {
       duration >= .zero, "timeout(\(duration)): the duration must not be negative", file: file,
       line: line)
     let inner = program
+    let timers = TimerClock(clock)
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
       let (child, link) = token.makeChild()
       // Fixed before the inner run starts, so the time it takes to start counts.
-      let deadline = TimerDeadline(after: duration, on: clock)
+      let deadline = timers.deadline(after: duration)
       let race = Deadline(report, child, link)
       inner.start(input, token: child, sink: race)
       // A result that arrived during the start has cancelled `child`: no timer is needed.
