@@ -107,13 +107,15 @@ private final class Tap: StageSink {
 /// cleanup as branch 1, which delivers the inner result unless only the cleanup failed.
 ///
 /// `result` is written before the cleanup starts and read when the cleanup reports, which the
-/// cleanup's completion orders after that start: that is what makes `@unchecked Sendable` safe.
+/// cleanup's completion orders after that start: that is what makes `@unchecked Sendable` safe,
+/// and what lets `result` skip the dynamic exclusivity checks a class's `var` otherwise pays
+/// at every access (the two accesses can never overlap).
 private final class Cleanup: StageSink, @unchecked Sendable {
   private let report: StageReport
   private let cleanup: Program
   private let input: AnyValue
   private let token: CancellationToken
-  private var result: AnyResult?
+  @exclusivity(unchecked) private var result: AnyResult?
 
   init(
     _ report: StageReport, _ cleanup: Program, _ input: AnyValue,
