@@ -16,6 +16,13 @@ final class CancellationLink: Sendable {
   }
 
   private let state = Locked(State.idle)
+  /// What ``fire()`` runs: a timer's work, held here so that the closure the timer keeps can
+  /// capture the link alone, which needs no allocation of its own.
+  private let onFire: (@Sendable () -> Void)?
+
+  init(onFire: (@Sendable () -> Void)? = nil) {
+    self.onFire = onFire
+  }
 
   func connect(_ token: CancellationToken, to target: some Cancellable) {
     let registration = token.onCancel { target.cancel() }
@@ -30,6 +37,12 @@ final class CancellationLink: Sendable {
   /// A link released unfinished belongs to work that will never call back (a legacy callback
   /// dropped uncalled): its handler, and the request it holds, come off the token with it.
   deinit { finish() }
+
+  /// The timer went off: the handler comes off the token, then the timer's work runs.
+  func fire() {
+    finish()
+    onFire?()
+  }
 
   func finish() {
     let registration = state.withLock { state -> CancellationToken.Registration? in

@@ -65,16 +65,12 @@ struct TimerDeadline: Sendable {
 
   /// Starts the timer: `fire` runs once at the deadline unless `token` is cancelled first.
   func arm(token: CancellationToken, _ fire: @escaping @Sendable () -> Void) {
-    let link = CancellationLink()
-    let finishThenFire: @Sendable () -> Void = {
-      link.finish()
-      fire()
-    }
+    let link = CancellationLink(onFire: fire)
     switch kind {
     case .dispatch(let deadline):
-      link.connect(token, to: SharedTimers.shared.schedule(at: deadline, finishThenFire))
+      link.connect(token, to: SharedTimers.shared.schedule(at: deadline) { link.fire() })
     case .custom(let arm):
-      arm(token, link, finishThenFire)
+      arm(token, link) { link.fire() }
     }
   }
 }

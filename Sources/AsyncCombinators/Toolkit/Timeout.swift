@@ -56,11 +56,11 @@ extension AsyncFunc {
       let (child, link) = token.makeChild()
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = timers.deadline(after: duration)
-      let race = Deadline(report, child, link)
+      let race = Deadline(report, child, link, duration)
       inner.start(input, token: child, sink: race)
       // A result that arrived during the start has cancelled `child`: no timer is needed.
       guard !child.isCancelled else { return }
-      deadline.arm(token: child) { race.expire(TimeoutError(duration: duration)) }
+      deadline.arm(token: child) { race.expire() }
     }
   }
 }
@@ -74,13 +74,18 @@ private final class Deadline: StageSink {
   /// Won by the first of the result and the timer; in place, not an object of its own.
   private let decided = Atomic<Bool>(false)
 
+  /// The timeout, for its error. Held here so that the timer's closure captures this object
+  /// alone, which needs no allocation of its own.
+  private let duration: Duration
+
   init(
     _ report: StageReport, _ child: CancellationToken,
-    _ link: CancellationToken.Registration
+    _ link: CancellationToken.Registration, _ duration: Duration
   ) {
     self.report = report
     self.child = child
     self.link = link
+    self.duration = duration
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
@@ -94,9 +99,9 @@ private final class Deadline: StageSink {
     report.fail(error)
   }
 
-  func expire(_ error: TimeoutError) {
+  func expire() {
     guard decide() else { return }
-    report.fail(error)
+    report.fail(TimeoutError(duration: duration))
   }
 
   private func decide() -> Bool {
