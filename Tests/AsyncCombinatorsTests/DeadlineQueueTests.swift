@@ -10,8 +10,11 @@ import Testing
   {
     try await forAll("DeadlineQueue matches a sorted array", count: 200) { random, _ in
       var queue = DeadlineQueue<Int, Int>()
-      // The model: every pending item, in the order it must come out.
+      // The model: every pending item, in the order it must come out (items are scheduled in
+      // increasing order, so ties sort by item).
       var model: [(deadline: Int, id: UInt64, item: Int)] = []
+      // Ids of items taken or cancelled: their slots get reused, and the ids must miss.
+      var spent: [UInt64] = []
       for step in 0..<Int.random(in: 1...300, using: &random) {
         switch Int.random(in: 0..<10, using: &random) {
         case 0..<5:
@@ -19,18 +22,24 @@ import Testing
           let deadline = Int.random(in: 0..<8, using: &random)
           let id = queue.schedule(step, at: deadline)
           model.append((deadline, id, step))
-          model.sort { ($0.deadline, $0.id) < ($1.deadline, $1.id) }
-        case 5..<8:
+          model.sort { ($0.deadline, $0.item) < ($1.deadline, $1.item) }
+        case 5..<7:
           guard let victim = model.indices.randomElement(using: &random) else { continue }
           guard queue.cancel(model[victim].id) != nil else { return false }
           // Cancelling twice finds nothing.
-          guard queue.cancel(model.remove(at: victim).id) == nil else { return false }
+          let id = model.remove(at: victim).id
+          guard queue.cancel(id) == nil else { return false }
+          spent.append(id)
+        case 7:
+          // A spent id cancels nothing, though its slot may hold another item now.
+          guard let id = spent.randomElement(using: &random) else { continue }
+          guard queue.cancel(id) == nil else { return false }
         default:
           let limit = Int.random(in: 0..<8, using: &random)
           while let (deadline, item) = queue.takeFirst(dueBy: limit) {
             guard let expected = model.first, expected.deadline == deadline, expected.item == item
             else { return false }
-            model.removeFirst()
+            spent.append(model.removeFirst().id)
           }
           if let next = model.first, next.deadline <= limit { return false }
         }

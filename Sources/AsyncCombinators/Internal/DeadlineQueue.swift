@@ -2,48 +2,72 @@
 /// cancellable by the id that scheduling it returned: the library's shared timers and the
 /// testing module's `TestClock` both keep their timers in one.
 ///
-/// A binary min-heap of keys sits beside a table of the items still pending. Cancelling takes
-/// the item out of the table at once, so it holds nothing it captured, and leaves its key in
-/// the heap as a tombstone that taking skips. Once tombstones outnumber the live keys the heap
-/// is rebuilt from the live ones, so it never grows beyond twice the pending items (or 64),
-/// whatever order timers are cancelled in.
+/// A binary min-heap of keys sits beside a slab of the items still pending: a slot per item,
+/// reused through a free list, so that finding an item by its id is an index, not a hash.
+/// Cancelling takes the item out of its slot at once, so it holds nothing it captured, and
+/// leaves its key in the heap as a tombstone that taking skips (a slot's generation tells a
+/// key of its current item from one of an earlier item). Once tombstones outnumber the live
+/// keys the heap is rebuilt from the live ones, so it never grows beyond twice the pending
+/// items (or 64), whatever order timers are cancelled in.
 ///
 /// - Complexity: Scheduling, cancelling and taking are O(log *n*) amortized for *n* pending.
 package struct DeadlineQueue<Instant: Comparable, Item> {
   private struct Key {
     let deadline: Instant
-    let id: UInt64
+    /// Scheduling order, for ties.
+    let sequence: UInt64
+    let slot: Int32
+    let generation: UInt32
 
     func precedes(_ other: Key) -> Bool {
-      deadline < other.deadline || (deadline == other.deadline && id < other.id)
+      deadline < other.deadline || (deadline == other.deadline && sequence < other.sequence)
     }
   }
 
+  private struct Slot {
+    var item: Item?
+    /// Bumped each time the slot is freed, so that ids and keys of earlier items miss.
+    var generation: UInt32 = 0
+    var nextFree: Int32 = -1
+  }
+
   private var heap: [Key] = []
-  private var items: [UInt64: Item] = [:]
-  private var nextID: UInt64 = 0
+  private var slots: [Slot] = []
+  private var firstFree: Int32 = -1
+  private var nextSequence: UInt64 = 0
+  private(set) package var count = 0
 
   package init() {}
-
-  /// How many items are pending: neither taken nor cancelled.
-  package var count: Int { items.count }
 
   /// How many keys the heap holds, tombstones included: what the rebuilding bounds.
   var keysHeld: Int { heap.count }
 
   /// Queues `item` to be due at `deadline`, and returns the id that cancels it.
   package mutating func schedule(_ item: Item, at deadline: Instant) -> UInt64 {
-    let id = nextID
-    nextID += 1
-    items[id] = item
-    push(Key(deadline: deadline, id: id))
-    return id
+    let slot: Int32
+    if firstFree >= 0 {
+      slot = firstFree
+      firstFree = slots[Int(slot)].nextFree
+      slots[Int(slot)].item = item
+    } else {
+      slot = Int32(slots.count)
+      slots.append(Slot(item: item))
+    }
+    count += 1
+    let generation = slots[Int(slot)].generation
+    push(Key(deadline: deadline, sequence: nextSequence, slot: slot, generation: generation))
+    nextSequence += 1
+    return UInt64(generation) << 32 | UInt64(UInt32(slot))
   }
 
   /// Takes the item `id` out, or returns `nil` if it was taken or cancelled already.
   package mutating func cancel(_ id: UInt64) -> Item? {
-    let item = items.removeValue(forKey: id)
-    if heap.count > 64 && heap.count > 2 * items.count { rebuildFromLiveKeys() }
+    let slot = Int32(truncatingIfNeeded: id & 0xFFFF_FFFF)
+    let generation = UInt32(truncatingIfNeeded: id >> 32)
+    guard Int(slot) < slots.count, slots[Int(slot)].generation == generation,
+      let item = take(slot)
+    else { return nil }
+    if heap.count > 64 && heap.count > 2 * count { rebuildFromLiveKeys() }
     return item
   }
 
@@ -51,7 +75,7 @@ package struct DeadlineQueue<Instant: Comparable, Item> {
   package mutating func takeFirst(dueBy limit: Instant) -> (deadline: Instant, item: Item)? {
     while let first = heap.first, first.deadline <= limit {
       popFirst()
-      if let item = items.removeValue(forKey: first.id) { return (first.deadline, item) }
+      if isLive(first), let item = take(first.slot) { return (first.deadline, item) }
     }
     return nil
   }
@@ -60,10 +84,27 @@ package struct DeadlineQueue<Instant: Comparable, Item> {
   /// on top of the heap are dropped on the way.
   package mutating func nextDeadline() -> Instant? {
     while let first = heap.first {
-      if items[first.id] != nil { return first.deadline }
+      if isLive(first) { return first.deadline }
       popFirst()
     }
     return nil
+  }
+
+  // MARK: The slab
+
+  /// Whether `key` is its slot's current item: taking an item out bumps the generation.
+  private func isLive(_ key: Key) -> Bool {
+    slots[Int(key.slot)].generation == key.generation
+  }
+
+  /// Empties `slot` and puts it on the free list.
+  private mutating func take(_ slot: Int32) -> Item? {
+    guard let item = slots[Int(slot)].item.take() else { return nil }
+    slots[Int(slot)].generation &+= 1
+    slots[Int(slot)].nextFree = firstFree
+    firstFree = slot
+    count -= 1
+    return item
   }
 
   // MARK: The heap
@@ -100,7 +141,8 @@ package struct DeadlineQueue<Instant: Comparable, Item> {
   }
 
   private mutating func rebuildFromLiveKeys() {
-    heap.removeAll { items[$0.id] == nil }
+    let slots = slots
+    heap.removeAll { slots[Int($0.slot)].generation != $0.generation }
     for index in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
   }
 }
