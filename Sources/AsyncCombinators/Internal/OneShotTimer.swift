@@ -1,23 +1,15 @@
 import Dispatch
 import Synchronization
 
-/// A one-shot timer that a run's cancellation stops, on whichever clock an operator was given.
+/// One-shot timers that a run's cancellation stops, on whichever clock an operator was given:
+/// ``TimerClock`` arms them, ``TimerDeadline`` is when one is due.
 ///
 /// Used by `retry`'s delay, `timeout` and `delay`. `ContinuousClock`, the default, keeps the
 /// fast path: an entry in ``SharedTimers``, one Dispatch timer source for all of them. A
-/// ``TimerSchedulingClock`` (the test clock) schedules the timer itself. Any other clock is honoured through its
-/// `sleep(until:tolerance:)`: one task per pending timer, cancelled with the run.
+/// ``TimerSchedulingClock`` (the test clock) schedules the timer itself. Any other clock is
+/// honoured through its `sleep(until:tolerance:)`: one task per pending timer, cancelled with
+/// the run. A zero or negative duration fires at once (on Dispatch, on the global queue).
 enum OneShotTimer {
-  /// Calls `fire` once `duration` has passed on `clock`, unless `token` is cancelled first.
-  ///
-  /// A zero or negative duration fires at once (on Dispatch, on the global queue).
-  static func after<C: Clock>(
-    _ duration: Duration, clock: C, token: CancellationToken,
-    _ fire: @escaping @Sendable () -> Void
-  ) where C.Duration == Duration {
-    TimerClock(clock).after(duration, token, fire)
-  }
-
   /// `now + duration`, saturating: a negative duration is now, a huge one is far in the future.
   static func deadline(after duration: Duration) -> DispatchTime {
     let (seconds, attoseconds) = duration.components
