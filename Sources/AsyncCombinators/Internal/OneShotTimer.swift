@@ -67,11 +67,12 @@ struct TimerDeadline: Sendable {
   }
 }
 
-/// Opens a scheduling clock, which is `C` itself, so that the deadline can be handed over.
+/// Opens a scheduling clock, so that a deadline fixed on it can be handed over.
 private func schedule<S: TimerSchedulingClock, Instant>(
   on clock: S, at deadline: Instant, _ fire: @escaping @Sendable () -> Void
 ) -> any Cancellable {
-  // `clock` was `C` cast to the protocol, so `S.Instant` is `C.Instant`, which is `Instant`.
+  // `clock` is the operator's clock cast to the protocol, and `deadline` an instant of that
+  // clock, so `Instant` is `S.Instant`.
   clock.scheduleTimer(at: deadline as! S.Instant, fire)
 }
 
