@@ -95,6 +95,54 @@ import Testing
     #expect(started.all == [0, 5_001])  // Only the waiter left gets the slot.
   }
 
+  /// Ticks its countdown when the last closure holding it is released.
+  final class ReleaseTracker: Sendable {
+    let released: Countdown
+    init(_ released: Countdown) { self.released = released }
+    deinit { released.tick() }
+  }
+
+  @Test func waiters_cancelled_while_slots_free_up_start_at_most_once_and_never_over_the_limit()
+    async
+  {
+    let limit = 2
+    let waiters = 2_000
+    let gate = Admission(limit: limit)
+    let starts = Locked<[Int: Int]>([:])
+    let holding = Atomic<Int>(0)
+    let peak = Atomic<Int>(0)
+    // Every start closure is released once: after its holder left, or uncalled when cancelled.
+    let settled = Countdown(waiters)
+    let tokens = (0..<waiters).map { _ in CancellationToken() }
+    for index in 0..<waiters {
+      let tracker = ReleaseTracker(settled)
+      gate.enter(token: tokens[index]) {
+        starts.withLock { $0[index, default: 0] += 1 }
+        let now = holding.add(1, ordering: .relaxed).newValue
+        peak.max(now, ordering: .relaxed)
+        DispatchQueue.global().async {
+          _ = tracker
+          holding.subtract(1, ordering: .relaxed)
+          gate.leave()
+        }
+      }
+    }
+    // The odd waiters are cancelled from other threads while the holders keep leaving.
+    DispatchQueue.global().async {
+      DispatchQueue.concurrentPerform(iterations: waiters / 2) { tokens[2 * $0 + 1].cancel() }
+    }
+    await settled.gate.wait()
+    let started = starts.withLock { $0 }
+    #expect(started.values.allSatisfy { $0 == 1 })
+    #expect((0..<waiters).filter { $0 % 2 == 0 }.allSatisfy { started[$0] == 1 })
+    #expect(peak.load(ordering: .relaxed) <= limit)
+    #expect(gate.queuedEntries == 0)
+    // Every slot came back: the next `limit` runs start at once.
+    let again = Recorder<Int>()
+    for index in 0..<limit { gate.enter(token: CancellationToken()) { again.record(index) } }
+    #expect(again.count == limit)
+  }
+
   @Test func synchronous_runs_released_from_the_queue_do_not_recurse() async {
     let hold = Parking<Int, Int>()
     let mostlySync = AsyncFunc<Int, Int> { x, complete in
