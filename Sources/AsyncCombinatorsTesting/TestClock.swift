@@ -90,13 +90,13 @@ public final class TestClock: TimerSchedulingClock, Sendable {
     /// so that it fires in its turn.
     var advancing = 0
 
-    /// Queues `entry` and returns the number that cancels it.
+    /// Queues `entry` and returns the id that cancels it.
     mutating func insert(_ entry: Entry, at deadline: Instant) -> UInt64 {
       pending.schedule(entry, at: deadline)
     }
 
-    mutating func remove(_ sequence: UInt64) -> Entry? {
-      pending.cancel(sequence)
+    mutating func remove(_ id: UInt64) -> Entry? {
+      pending.cancel(id)
     }
 
     /// Takes the next entry due by `limit`, and moves `now` to its deadline.
@@ -194,15 +194,15 @@ public final class TestClock: TimerSchedulingClock, Sendable {
   public func scheduleTimer(at deadline: Instant, _ fire: @escaping @Sendable () -> Void)
     -> any Cancellable
   {
-    let sequence = state.withLock { state -> UInt64? in
+    let id = state.withLock { state -> UInt64? in
       if deadline <= state.now && state.advancing == 0 { return nil }
       return state.insert(.timer(fire), at: deadline)
     }
-    guard let sequence else {
+    guard let id else {
       fire()
-      return ScheduledEntry(clock: nil, sequence: 0)
+      return ScheduledEntry(clock: nil, id: 0)
     }
-    return ScheduledEntry(clock: self, sequence: sequence)
+    return ScheduledEntry(clock: self, id: id)
   }
 
   /// Suspends until an advance reaches `deadline`; throws `CancellationError` if the task is
@@ -214,21 +214,21 @@ public final class TestClock: TimerSchedulingClock, Sendable {
   public func sleep(until deadline: Instant, tolerance: Swift.Duration? = nil) async throws {
     try Task.checkCancellation()
     let sleeper = Sleeper()
-    let sequence = state.withLock { state -> UInt64? in
+    let id = state.withLock { state -> UInt64? in
       if deadline <= state.now && state.advancing == 0 { return nil }
       return state.insert(.sleeper(sleeper), at: deadline)
     }
-    guard let sequence else { return }
+    guard let id else { return }
     try await withTaskCancellationHandler {
       try await sleeper.wait()
     } onCancel: {
-      self.cancel(sequence)
+      self.cancel(id)
       sleeper.cancel()
     }
   }
 
-  fileprivate func cancel(_ sequence: UInt64) {
-    let removed = state.withLock { $0.remove(sequence) }
+  fileprivate func cancel(_ id: UInt64) {
+    let removed = state.withLock { $0.remove(id) }
     _ = removed  // Released outside the lock: releasing a timer's closure may run deinits.
   }
 }
@@ -236,9 +236,9 @@ public final class TestClock: TimerSchedulingClock, Sendable {
 /// The handle of one scheduled timer.
 private struct ScheduledEntry: Cancellable {
   let clock: TestClock?
-  let sequence: UInt64
+  let id: UInt64
 
-  func cancel() { clock?.cancel(sequence) }
+  func cancel() { clock?.cancel(id) }
 }
 
 /// One task sleeping on a ``TestClock``: woken by an advance or by its cancellation,

@@ -57,6 +57,8 @@ final class SharedTimers: Sendable {
     _ = removed
   }
 
+  /// The source fired: hands every due timer to a global queue and sets the source for the
+  /// next deadline.
   private func fireDue() {
     let due = state.withLock { state -> [@Sendable () -> Void] in
       let now = DispatchTime.now().uptimeNanoseconds
@@ -72,5 +74,6 @@ final class SharedTimers: Sendable {
     for fire in due { DispatchQueue.global().async(execute: fire) }
   }
 
+  /// Timers neither fired nor cancelled; for tests.
   var pendingCount: Int { state.withLock { $0.timers.count } }
 }
