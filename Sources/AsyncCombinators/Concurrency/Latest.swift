@@ -32,16 +32,20 @@ extension AsyncFunc {
   /// - Returns: A function with this one's input and output, described as `f.latest()`.
   /// - Complexity: O(1) per run, plus the cancellation of the run it supersedes.
   public func latest() -> AsyncFunc {
-    let runs = Supersession<Output>()
+    let (runs, inner) = (Supersession(), program)
     let label = Label(name: "latest", fileID: #fileID, line: #line)
-    return AsyncFunc(label: label, shape: .modified(program, "latest()")) {
-      input, token, complete in
+    // Erased from end to end: nothing here runs generic over the output.
+    let stage = CallbackStage(shape: .modified(inner, "latest()"), label: label) {
+      input, token, completion in
       let (child, link) = token.makeChild()
       let generation = runs.begin(child)
-      run(input, token: child) { result in
+      // Owns its cancellation: a superseded run completes at once, not when its body returns.
+      Run(token: child, ownsCancellation: true) { result in
         link.remove()
-        runs.deliver(result, of: generation, to: complete)
+        runs.deliver(result, of: generation, to: completion)
       }
+      .start(inner, input)
     }
+    return AsyncFunc(program: .callback(stage))
   }
 }

@@ -8,42 +8,39 @@ import Synchronization
 /// its body produced. Deliveries also go out one at a time, in arrival order (a baton passed
 /// through the outbox), so a result judged current just before a newer run began has been
 /// handed over completely before that newer run's result is.
-final class Supersession<Output: Sendable>: Sendable {
-  typealias Completion = @Sendable (Result<Output, any Error>) -> Void
-
+///
+/// Not generic over the output: in a class generic over it, the nested state and deliveries
+/// would be generic too, and unspecialized code would ask the runtime's metadata cache for
+/// them at every lock. Results travel erased, to the stage's own completion.
+final class Supersession: Sendable {
   private struct Delivery {
     let generation: UInt64
-    let result: Result<Output, any Error>
-    let complete: Completion
+    let result: AnyResult
+    let completion: StageCompletion
   }
 
   private struct State {
     var current: UInt64 = 0
-    /// The token of the current run until it delivers, so that the next run can cancel it.
     var inFlight: CancellationToken?
-    /// A thread is delivering; later results wait in `outbox` and it delivers them too.
     var isDelivering = false
     var outbox = FIFO<Delivery>()
 
-    /// The next delivery and its verdict, or `nil` (and the baton put down) when none is left.
-    mutating func takeNext() -> (Completion, Result<Output, any Error>)? {
+    mutating func takeNext() -> (StageCompletion, AnyResult)? {
       guard let delivery = outbox.popFirst() else {
         isDelivering = false
         return nil
       }
       guard delivery.generation == current else {
-        return (delivery.complete, .failure(CancellationError()))
+        return (delivery.completion, .failure(CancellationError()))
       }
       inFlight = nil
-      return (delivery.complete, delivery.result)
+      return (delivery.completion, delivery.result)
     }
   }
 
   private let state = Locked(State())
 
-  /// Makes the run with `token` the current one and cancels the run it supersedes.
-  ///
-  /// - Returns: The new run's generation, to hand back to ``deliver(_:of:to:)``.
+  /// Makes the run on `token` the current one, and cancels the one it supersedes.
   func begin(_ token: CancellationToken) -> UInt64 {
     let (generation, superseded) = state.withLock { state in
       state.current += 1
@@ -54,19 +51,18 @@ final class Supersession<Output: Sendable>: Sendable {
     return generation
   }
 
-  /// Delivers a run's result to `complete`: as it is if the run is still the newest,
-  /// `CancellationError` if a newer run has begun.
-  func deliver(
-    _ result: Result<Output, any Error>, of generation: UInt64, to complete: @escaping Completion
-  ) {
-    var next = state.withLock { state -> (Completion, Result<Output, any Error>)? in
-      state.outbox.append(Delivery(generation: generation, result: result, complete: complete))
+  /// Hands `result` of run `generation` to `completion`, or `CancellationError` if a newer
+  /// run has begun, after every delivery queued before it.
+  func deliver(_ result: AnyResult, of generation: UInt64, to completion: StageCompletion) {
+    var next = state.withLock { state -> (StageCompletion, AnyResult)? in
+      state.outbox.append(
+        Delivery(generation: generation, result: result, completion: completion))
       guard !state.isDelivering else { return nil }
       state.isDelivering = true
       return state.takeNext()
     }
-    while let (complete, verdict) = next {
-      complete(verdict)
+    while let (completion, verdict) = next {
+      completion.complete(verdict)
       next = state.withLock { $0.takeNext() }
     }
   }
