@@ -20,6 +20,7 @@ func runProfile(_ name: String, count: Int = 100_000) {
     "settled": f.settled().map { try $0.get() }.concurrentMap(),
     "race": AsyncFunc.race([f]).concurrentMap(),
     "latest": f.latest().concurrentMap(limit: 1),
+    "serialized": f.serialized().concurrentMap(),
   ]
   let parallel = AsyncFunc.parallel(Array(repeating: f, count: count))
   let input = Array(0..<count)

@@ -32,20 +32,22 @@ extension AsyncFunc {
     let lane = SerialLane()
     let program = program
     let label = Label(name: "serialized", fileID: #fileID, line: #line)
-    return AsyncFunc(label: label, shape: .modified(program, "serialized()")) {
-      input, token, complete in
+    // Erased from end to end, as `latest()` is: nothing here runs generic over the output.
+    let stage = CallbackStage(shape: .modified(program, "serialized()"), label: label) {
+      input, token, completion in
       lane.enqueue {
         guard !token.isCancelled else {
-          complete(.failure(CancellationError()))
+          completion.fail(CancellationError())
           return lane.finish()
         }
         // Not owning the token's cancellation, this run ends only when the program's stages
         // do: the caller has already heard `CancellationError` from the enclosing run.
         Run(token: token, ownsCancellation: false) { result in
-          complete(result.map { unbox($0) })
+          completion.complete(result)
           lane.finish()
         }.start(program, input)
       }
     }
+    return AsyncFunc(program: .callback(stage))
   }
 }
