@@ -21,6 +21,7 @@ func runProfile(_ name: String, count: Int = 100_000) {
     "race": AsyncFunc.race([f]).concurrentMap(),
     "latest": f.latest().concurrentMap(limit: 1),
     "serialized": f.serialized().concurrentMap(),
+    "async": AsyncFunc<Int, Int>.async { $0 &+ 1 }.concurrentMap(),
   ]
   let parallel = AsyncFunc.parallel(Array(repeating: f, count: count))
   let input = Array(0..<count)

@@ -72,6 +72,7 @@ extension AsyncFunc {
   ///   try await URLSession.shared.data(from: url).0
   /// }
   /// ```
+  @inlinable  // So that the task and its result are built with their types known.
   public static func async(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
     _ body: @escaping @Sendable (Input) async throws -> Output

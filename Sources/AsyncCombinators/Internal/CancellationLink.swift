@@ -5,6 +5,7 @@ import Synchronization
 ///
 /// The work's completion should be what holds the link: then a completion released uncalled
 /// releases the link too, and its `deinit` takes the handler off.
+@usableFromInline
 final class CancellationLink: Sendable {
   private enum State {
     /// Neither connected nor finished yet.
@@ -20,10 +21,12 @@ final class CancellationLink: Sendable {
   /// capture the link alone, which needs no allocation of its own.
   private let onFire: (@Sendable () -> Void)?
 
+  @usableFromInline
   init(onFire: (@Sendable () -> Void)? = nil) {
     self.onFire = onFire
   }
 
+  @usableFromInline
   func connect(_ token: CancellationToken, to target: some Cancellable) {
     let registration = token.onCancel { target.cancel() }
     let stillRunning = state.withLock { state in
@@ -44,6 +47,7 @@ final class CancellationLink: Sendable {
     onFire?()
   }
 
+  @usableFromInline
   func finish() {
     let registration = state.withLock { state -> CancellationToken.Registration? in
       defer { state = .finished }
