@@ -22,6 +22,9 @@ func runProfile(_ name: String, count: Int = 100_000) {
     "latest": f.latest().concurrentMap(limit: 1),
     "serialized": f.serialized().concurrentMap(),
     "async": AsyncFunc<Int, Int>.async { $0 &+ 1 }.concurrentMap(),
+    "infallible": AsyncFunc<Int, Int>.infallible { x, done in
+      DispatchQueue.global().async { done(x &+ 1) }
+    }.concurrentMap(),
   ]
   let parallel = AsyncFunc.parallel(Array(repeating: f, count: count))
   let input = Array(0..<count)

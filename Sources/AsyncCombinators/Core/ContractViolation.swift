@@ -47,6 +47,7 @@ public struct ContractViolation: Error, Sendable, Equatable, CustomStringConvert
     self.line = line
   }
 
+  @inlinable
   init(_ kind: Kind, _ label: Label) {
     self.init(kind: kind, name: label.name, fileID: label.fileID, line: label.line)
   }

@@ -99,6 +99,7 @@ extension AsyncFunc {
   ///   legacyLoader.load(path) { data, error in callback(data, error) }
   /// }
   /// ```
+  @inlinable  // As `async`: the callback adapter is built with its types known.
   public static func valueOrError(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
     _ body:
@@ -120,6 +121,7 @@ extension AsyncFunc {
   }
 
   /// Lifts a callback that always succeeds with a value.
+  @inlinable  // As `async`: the callback adapter is built with its types known.
   public static func infallible(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
     _ body: @escaping @Sendable (Input, @escaping @Sendable (Output) -> Void) -> Void
@@ -139,6 +141,7 @@ extension AsyncFunc {
   ///   client.get(url) { complete($0) }  // returns a request that conforms to Cancellable
   /// }
   /// ```
+  @inlinable  // As `async`: the callback adapter is built with its types known.
   public static func cancellable(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
     _ body: @escaping @Sendable (Input, @escaping Completion) -> any Cancellable
@@ -156,6 +159,7 @@ extension AsyncFunc {
 
 extension AsyncFunc where Output == Void {
   /// Lifts a callback that reports only an error, or `nil` for success.
+  @inlinable  // As `async`: the callback adapter is built with its types known.
   public static func errorOnly(
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
     _ body: @escaping @Sendable (Input, @escaping @Sendable ((any Error)?) -> Void) -> Void
