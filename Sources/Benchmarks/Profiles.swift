@@ -2,7 +2,8 @@ import AsyncCombinators
 import Dispatch
 import Synchronization
 
-/// `--profile <name>`: one contender alone, five times over 100,000 elements, for `perf stat`
+/// `--profile <name> [count]`: one contender alone, five times over `count` elements (100,000
+/// unless given), for `perf stat`
 /// and callgrind, where a ratio hides which instructions make it.
 func runProfile(_ name: String, count: Int = 100_000) {
   let f = AsyncFunc<Int, Int>(name: "f") { x, complete in

@@ -108,3 +108,50 @@ import Testing
       String(decoding: result.standardErrorContent, as: UTF8.self).contains("TimeoutTests.swift"))
   }
 }
+
+/// The default clock's timers are shared by every test in the process, so these count only
+/// timers due more than six hours from now, which no other test arms; serialized, so that
+/// each count is one test's own.
+@Suite(.serialized) struct TimeoutTimerRemovalTests {
+  static let hours = Duration.seconds(7 * 3600)
+  static func farTimers() -> Int {
+    SharedTimers.shared.pendingCount(dueAfter: .now() + .seconds(6 * 3600))
+  }
+
+  @Test func the_default_clocks_timer_is_removed_when_the_result_arrives() async throws {
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    parking.function.timeout(Self.hours).run(1) { result in outcome.withLock { $0 = result } }
+    #expect(Self.farTimers() == 1)  // Armed before `run` returns: the stage started inline.
+    parking.takeAll()[0].complete(.success(2))
+    #expect(try outcome.withLock { $0 }?.get() == 2)
+    #expect(Self.farTimers() == 0)
+  }
+
+  @Test func the_default_clocks_timer_is_removed_when_the_run_is_cancelled() async {
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let token = parking.function.timeout(Self.hours).run(1) { result in
+      outcome.withLock { $0 = result }
+    }
+    #expect(Self.farTimers() == 1)
+    token.cancel()
+    #expect(Self.farTimers() == 0)  // At once, before the inner run has answered.
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(parking.takeAll()[0].token.isCancelled)
+  }
+
+  @Test func no_timer_is_left_by_results_racing_the_arming() async throws {
+    // Each result arrives on another thread while its stage arms the timer, on either side of
+    // the moment the timer is stored: every timer must come off, and every result through.
+    let hop = AsyncFunc<Int, Int> { input, _, complete in
+      DispatchQueue.global().async { complete(.success(input * 2)) }
+    }
+    let outputs = try await hop.timeout(Self.hours).concurrentMap()(Array(0..<5_000))
+    #expect(outputs == (0..<5_000).map { $0 * 2 })
+    #expect(Self.farTimers() == 0)
+    let synchronous = AsyncFunc<Int, Int>.sync { $0 }.timeout(Self.hours)
+    #expect(try await synchronous(1) == 1)
+    #expect(Self.farTimers() == 0)
+  }
+}

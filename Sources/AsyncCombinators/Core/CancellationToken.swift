@@ -111,22 +111,24 @@ public final class CancellationToken: Cancellable {
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
-    let (handlers, link) = state.withLock {
-      state -> ([@Sendable () -> Void], Registration?) in
+    // The entries themselves are taken, not their closures: an array of closures would wrap
+    // each one in a thunk of its own.
+    let (entries, link) = state.withLock { state -> ([Entry], Registration?) in
       guard !state.isCancelled else { return ([], nil) }
       state.isCancelled = true
       flag.store(true, ordering: .releasing)
       var link: Registration?
       if case .linked(let registration) = state.parentLink { link = registration }
       state.parentLink = .done
-      let handlers = state.entries.compactMap(\.handler)
-      state.entries = []
-      state.firstFree = -1
-      state.live = 0
-      return (handlers, link)
+      defer {
+        state.entries = []
+        state.firstFree = -1
+        state.live = 0
+      }
+      return (state.entries, link)
     }
     link?.remove()  // Cancelled on its own: the parent need not forward its cancellation.
-    for handler in handlers { handler() }
+    for entry in entries { entry.handler?() }
   }
 
   /// Registers work to do when the token is cancelled; runs it at once if it already is.
@@ -197,20 +199,23 @@ public final class CancellationToken: Cancellable {
 
   private func removeHandler(_ index: Int32, _ id: UInt64) {
     // Take the closure out under the lock, release it outside: releasing may run deinits.
-    let removed = state.withLock { state -> (@Sendable () -> Void)? in
+    // It comes out in its entry, as a closure returned on its own would be wrapped in a thunk.
+    let removed = state.withLock { state -> Entry? in
       let slot = Int(index)
       guard slot < state.entries.count else { return nil }
       state.entriesExamined += 1
       guard state.entries[slot].id == id else { return nil }
-      let handler = state.entries[slot].handler
+      let removed = state.entries[slot]
       state.entries[slot] = Entry(handler: nil, id: 0, nextFree: state.firstFree)
       state.firstFree = index
       state.live -= 1
-      if state.live == 0 {
-        state.entries.removeAll(keepingCapacity: state.entries.count <= 64)
+      // The free list already covers a small slab, so it is kept as it is; a large one (a
+      // fold's elements, once all have finished) is let go.
+      if state.live == 0 && state.entries.count > 64 {
+        state.entries = []
         state.firstFree = -1
       }
-      return handler
+      return removed
     }
     _ = removed
   }

@@ -16,12 +16,13 @@ final class Admission: Sendable {
   /// this holds the gate no longer than the waiting `start` closures do.
   private final class Waiter: @unchecked Sendable {
     let gate: Admission
-    var start: (@Sendable () -> Void)?
+    /// An ``Action``, so that taking it out under the lock wraps it in no thunk.
+    var start: Action?
     var registration: CancellationToken.Registration?
 
     init(_ gate: Admission, _ start: @escaping @Sendable () -> Void) {
       self.gate = gate
-      self.start = start
+      self.start = Action(start)
     }
 
     func cancel() { gate.cancel(self) }
@@ -43,7 +44,7 @@ final class Admission: Sendable {
     }
 
     /// The next live waiter's start, taken out of it, and its registration.
-    mutating func popWaiter() -> (start: @Sendable () -> Void, CancellationToken.Registration?)? {
+    mutating func popWaiter() -> (start: Action, CancellationToken.Registration?)? {
       while head < queue.count {
         let waiter = queue[head]
         head += 1
@@ -56,7 +57,7 @@ final class Admission: Sendable {
     }
 
     /// Takes a cancelled waiter's start out, leaving a tombstone.
-    mutating func cancel(_ waiter: Waiter) -> (@Sendable () -> Void)? {
+    mutating func cancel(_ waiter: Waiter) -> Action? {
       guard let start = waiter.start.take() else { return nil }
       waitingCount -= 1
       waiter.registration = nil
@@ -130,7 +131,7 @@ final class Admission: Sendable {
   private func grantWaiting() {
     while true {
       let granted = state.withLock {
-        state -> (@Sendable () -> Void, CancellationToken.Registration?)? in
+        state -> (Action, CancellationToken.Registration?)? in
         guard state.holders < limit, let next = state.popWaiter() else {
           state.isDraining = false
           state.compact()

@@ -90,6 +90,11 @@ package struct DeadlineQueue<Instant: Comparable, Item> {
     return nil
   }
 
+  /// How many pending items are due after `instant`; for tests.
+  func countDue(after instant: Instant) -> Int {
+    heap.lazy.filter { self.isLive($0) && $0.deadline > instant }.count
+  }
+
   // MARK: The slab
 
   /// Whether `key` is its slot's current item: taking an item out bumps the generation.

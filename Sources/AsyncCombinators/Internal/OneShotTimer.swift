@@ -12,11 +12,24 @@ import Synchronization
 enum OneShotTimer {
   /// `now + duration`, saturating: a negative duration is now, a huge one is far in the future.
   static func deadline(after duration: Duration) -> DispatchTime {
+    deadline(afterNanoseconds: nanoseconds(duration))
+  }
+
+  /// `duration` in nanoseconds, for ``deadline(afterNanoseconds:)``: 0 when negative, `nil`
+  /// when too long to count. Worked out once by an operator whose duration is fixed, as the
+  /// arithmetic costs more than reading the time.
+  static func nanoseconds(_ duration: Duration) -> Int? {
     let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return .now() }
+    guard seconds >= 0 else { return 0 }
     let (nanos, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-    guard !overflow else { return .distantFuture }
-    return .now() + .nanoseconds(Int(clamping: nanos + attoseconds / 1_000_000_000))
+    guard !overflow else { return nil }
+    return Int(clamping: nanos + attoseconds / 1_000_000_000)
+  }
+
+  /// `now + nanoseconds`, or the distant future for `nil`.
+  static func deadline(afterNanoseconds nanoseconds: Int?) -> DispatchTime {
+    guard let nanoseconds else { return .distantFuture }
+    return .now() + .nanoseconds(nanoseconds)
   }
 }
 
@@ -53,6 +66,13 @@ struct TimerDeadline: Sendable {
         link.connect(token, to: task)
       }
     }
+  }
+
+  /// The deadline on the default clock, which ``SharedTimers`` can schedule directly; `nil` on
+  /// any other clock.
+  var dispatchTime: DispatchTime? {
+    guard case .dispatch(let deadline) = kind else { return nil }
+    return deadline
   }
 
   /// Starts the timer: `fire` runs once at the deadline unless `token` is cancelled first.
@@ -94,8 +114,13 @@ struct TimerClock: Sendable {
 
   /// The instant `duration` from now.
   func deadline(after duration: Duration) -> TimerDeadline {
+    deadline(after: duration, inNanoseconds: OneShotTimer.nanoseconds(duration))
+  }
+
+  /// The instant `duration` from now, given also as ``OneShotTimer/nanoseconds(_:)`` of it.
+  func deadline(after duration: Duration, inNanoseconds nanoseconds: Int?) -> TimerDeadline {
     guard let customDeadline else {
-      return TimerDeadline(dispatch: OneShotTimer.deadline(after: duration))
+      return TimerDeadline(dispatch: OneShotTimer.deadline(afterNanoseconds: nanoseconds))
     }
     return customDeadline(duration)
   }

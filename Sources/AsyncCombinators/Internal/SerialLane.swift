@@ -7,7 +7,8 @@ import Synchronization
 /// synchronously, so whoever is already inside `launch` keeps the turn and loops instead (a
 /// trampoline): `finish()` called during a start only leaves a note.
 final class SerialLane: Sendable {
-  typealias Start = @Sendable () -> Void
+  /// An ``Action``, so that queueing it wraps it in no thunk.
+  typealias Start = Action
 
   private struct State {
     var waiting = FIFO<Start>()
@@ -29,7 +30,8 @@ final class SerialLane: Sendable {
   private let state = Locked(State())
 
   /// Starts the run at once if the lane is free; otherwise it waits for every run before it.
-  func enqueue(_ start: @escaping Start) {
+  func enqueue(_ start: @escaping @Sendable () -> Void) {
+    let start = Action(start)
     let startNow = state.withLock { state in
       if state.isBusy {
         state.waiting.append(start)
@@ -54,7 +56,7 @@ final class SerialLane: Sendable {
   }
 
   /// Starts runs for as long as each one finishes before its start closure returns.
-  private func launch(_ first: @escaping Start) {
+  private func launch(_ first: Start) {
     var start = first
     while true {
       state.withLock { state in

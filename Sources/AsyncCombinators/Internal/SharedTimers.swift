@@ -15,7 +15,7 @@ final class SharedTimers: Sendable {
   static let shared = SharedTimers()
 
   private struct State {
-    var timers = DeadlineQueue<UInt64, @Sendable () -> Void>()
+    var timers = DeadlineQueue<UInt64, Action>()
     /// The deadline the source is set for; `.max` when it is not set.
     var armedFor = UInt64.max
   }
@@ -42,7 +42,7 @@ final class SharedTimers: Sendable {
   func schedule(at deadline: DispatchTime, _ fire: @escaping @Sendable () -> Void) -> Timer {
     let due = deadline.uptimeNanoseconds
     return state.withLock { state in
-      let id = state.timers.schedule(fire, at: due)
+      let id = state.timers.schedule(Action(fire), at: due)
       if due < state.armedFor {
         state.armedFor = due
         source.schedule(deadline: DispatchTime(uptimeNanoseconds: due), leeway: .nanoseconds(0))
@@ -60,9 +60,9 @@ final class SharedTimers: Sendable {
   /// The source fired: hands every due timer to a global queue and sets the source for the
   /// next deadline.
   private func fireDue() {
-    let due = state.withLock { state -> [@Sendable () -> Void] in
+    let due = state.withLock { state -> [Action] in
       let now = DispatchTime.now().uptimeNanoseconds
-      var due: [@Sendable () -> Void] = []
+      var due: [Action] = []
       while let (_, fire) = state.timers.takeFirst(dueBy: now) { due.append(fire) }
       state.armedFor = state.timers.nextDeadline() ?? .max
       if state.armedFor != .max {
@@ -71,9 +71,15 @@ final class SharedTimers: Sendable {
       }
       return due
     }
-    for fire in due { DispatchQueue.global().async(execute: fire) }
+    for fire in due { DispatchQueue.global().async(execute: fire.run) }
   }
 
   /// Timers neither fired nor cancelled; for tests.
   var pendingCount: Int { state.withLock { $0.timers.count } }
+
+  /// Timers neither fired nor cancelled and due after `deadline`; for tests, which pick a
+  /// deadline no other test's timers reach, since every test shares these timers.
+  func pendingCount(dueAfter deadline: DispatchTime) -> Int {
+    state.withLock { $0.timers.countDue(after: deadline.uptimeNanoseconds) }
+  }
 }

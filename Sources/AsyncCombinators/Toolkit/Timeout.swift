@@ -52,40 +52,69 @@ extension AsyncFunc {
       line: line)
     let inner = program
     let timers = TimerClock(clock)
+    let nanoseconds = OneShotTimer.nanoseconds(duration)
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
-      let (child, link) = token.makeChild()
+      let child = token.makeChild().child
       // Fixed before the inner run starts, so the time it takes to start counts.
-      let deadline = timers.deadline(after: duration)
-      let race = Deadline(report, child, link, duration)
+      let deadline = timers.deadline(after: duration, inNanoseconds: nanoseconds)
+      let race = TimeoutRace(report, child, duration)
       inner.start(input, token: child, sink: race)
-      // A result that arrived during the start has cancelled `child`: no timer is needed.
-      guard !child.isCancelled else { return }
-      deadline.arm(token: child) { race.expire() }
+      race.arm(deadline, run: token)
     }
   }
 }
 
 /// Where a `timeout` stage's inner function reports, racing its timer: whichever comes first
 /// completes the stage and cancels the other (the inner run, or the timer).
-private final class Deadline: StageSink {
+///
+/// On the default clock this one object is the whole of the timeout's bookkeeping: the shared
+/// timer's closure and the run's cancellation handler each capture it alone (a closure with
+/// one object captured needs no allocation of its own), and it removes both itself. Other
+/// clocks arm their timer on the child token, which cancelling it stops.
+private final class TimeoutRace: StageSink {
+  private struct State {
+    /// The result or the timer has won.
+    var isDecided = false
+    /// The run was cancelled: its handler has run, and the timer is stopped.
+    var isRunCancelled = false
+    var timer: SharedTimers.Timer?
+    var registration: CancellationToken.Registration?
+  }
+
   private let report: StageReport
+  /// The inner run's token: cancelled once the race is decided, which stops the inner run if
+  /// the timer won (and a timer armed on it, on a clock other than the default).
   private let child: CancellationToken
-  private let link: CancellationToken.Registration
-  /// Won by the first of the result and the timer; in place, not an object of its own.
-  private let decided = Atomic<Bool>(false)
-
-  /// The timeout, for its error. Held here so that the timer's closure captures this object
-  /// alone, which needs no allocation of its own.
+  /// The timeout, for its error.
   private let duration: Duration
+  private let state = Locked(State())
 
-  init(
-    _ report: StageReport, _ child: CancellationToken,
-    _ link: CancellationToken.Registration, _ duration: Duration
-  ) {
+  init(_ report: StageReport, _ child: CancellationToken, _ duration: Duration) {
     self.report = report
     self.child = child
-    self.link = link
     self.duration = duration
+  }
+
+  /// Starts the timer, unless a result arrived while the inner run started.
+  func arm(_ deadline: TimerDeadline, run token: CancellationToken) {
+    guard !state.withLock({ $0.isDecided }) else { return }
+    guard let due = deadline.dispatchTime else {
+      return deadline.arm(token: child) { self.expire() }
+    }
+    // Both are made outside the lock, and kept unless the race was decided (or the run
+    // cancelled) meanwhile; then they are taken back here.
+    let registration = token.onCancel { self.runCancelled() }
+    let timer = SharedTimers.shared.schedule(at: due) { self.expire() }
+    let kept = state.withLock { state in
+      guard !state.isDecided && !state.isRunCancelled else { return false }
+      state.timer = timer
+      state.registration = registration
+      return true
+    }
+    if !kept {
+      registration.remove()
+      timer.cancel()
+    }
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
@@ -99,15 +128,36 @@ private final class Deadline: StageSink {
     report.fail(error)
   }
 
-  func expire() {
+  private func expire() {
     guard decide() else { return }
     report.fail(TimeoutError(duration: duration))
   }
 
+  /// The run was cancelled: the timer stops; the inner run, cancelled with it, still reports.
+  private func runCancelled() {
+    let timer = state.withLock { state -> SharedTimers.Timer? in
+      state.isRunCancelled = true
+      state.registration = nil  // It has run.
+      return state.timer.take()
+    }
+    timer?.cancel()
+  }
+
   private func decide() -> Bool {
-    guard !decided.exchange(true, ordering: .acquiringAndReleasing) else { return false }
-    link.remove()
-    child.cancel()  // Stops the timer, or the inner run.
+    let taken = state.withLock {
+      state -> (SharedTimers.Timer?, CancellationToken.Registration?)? in
+      guard !state.isDecided else { return nil }
+      state.isDecided = true
+      defer {
+        state.timer = nil
+        state.registration = nil
+      }
+      return (state.timer, state.registration)
+    }
+    guard let (timer, registration) = taken else { return false }
+    registration?.remove()
+    timer?.cancel()  // Nothing to do if this is the timer firing.
+    child.cancel()  // Stops the inner run, or another clock's timer.
     return true
   }
 }

@@ -1,0 +1,14 @@
+/// A closure in a struct, to pass through generic code (a lock's `withLock`, a queue's
+/// element, an array) as it is.
+///
+/// A function value that becomes a generic value is converted to the most general calling
+/// convention, and the conversion allocates a thunk on the heap (32 bytes, and a `free` on
+/// whichever thread releases it). A struct keeps its layout wherever it goes, so the closure
+/// inside it is never converted.
+struct Action: Sendable {
+  let run: @Sendable () -> Void
+
+  init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+
+  func callAsFunction() { run() }
+}
