@@ -3,8 +3,7 @@ import Dispatch
 import Synchronization
 
 /// `--profile <name> [count]`: one contender alone, five times over `count` elements (100,000
-/// unless given), for `perf stat`
-/// and callgrind, where a ratio hides which instructions make it.
+/// unless given), for `perf stat` and callgrind, where a ratio hides which instructions make it.
 func runProfile(_ name: String, count: Int = 100_000) {
   let f = AsyncFunc<Int, Int>(name: "f") { x, complete in
     DispatchQueue.global().async { complete(.success(x &+ 1)) }
