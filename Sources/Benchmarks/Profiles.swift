@@ -17,7 +17,7 @@ func runProfile(_ name: String, count: Int = 100_000) {
     "retry": f.retry(2).concurrentMap(),
     "timeout": f.timeout(.seconds(30)).concurrentMap(),
     "limit": f.limit(8).concurrentMap(),
-    "settled": f.settled().map { try $0.get() }.concurrentMap(),
+    "settled": f.settled().concurrentMap().map { try $0.map { try $0.get() } },
     "race": AsyncFunc.race([f]).concurrentMap(),
     "latest": f.latest().concurrentMap(limit: 1),
     "serialized": f.serialized().concurrentMap(),

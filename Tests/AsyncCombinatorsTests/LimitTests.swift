@@ -78,28 +78,47 @@ import Testing
     #expect(parking.takeAll().map(\.input) == [2])  // Run 1 never started; run 2 did.
   }
 
+  /// Waits at a gate for the tests of the gate itself: runs `admitted` when it gets a slot,
+  /// `turnedAway` when its run is cancelled first.
+  final class TestWaiter: AdmissionWaiter, @unchecked Sendable {
+    // `@unchecked Sendable`: `place` is guarded by the gate's lock; the rest are `let`s.
+    let gate: Admission
+    var place = AdmissionPlace()
+    private let onAdmitted: @Sendable () -> Void
+    private let onTurnedAway: @Sendable () -> Void
+
+    init(
+      _ gate: Admission, turnedAway: @escaping @Sendable () -> Void = {},
+      admitted: @escaping @Sendable () -> Void
+    ) {
+      self.gate = gate
+      onAdmitted = admitted
+      onTurnedAway = turnedAway
+    }
+
+    func admitted() { onAdmitted() }
+    func turnedAway() { onTurnedAway() }
+  }
+
   @Test func cancelled_waiters_do_not_pile_up_while_the_slot_is_held() {
     let gate = Admission(limit: 1)
     let started = Recorder<Int>()
-    gate.enter(token: CancellationToken()) { started.record(0) }
+    let turnedAway = Recorder<Int>()
+    gate.enter(TestWaiter(gate) { started.record(0) }, token: CancellationToken())
     let tokens = (1...10_000).map { _ in CancellationToken() }
     for (index, token) in tokens.enumerated() {
-      gate.enter(token: token) { started.record(index + 1) }
+      let waiter = TestWaiter(
+        gate, turnedAway: { turnedAway.record(index + 1) }, admitted: { started.record(index + 1) })
+      gate.enter(waiter, token: token)
     }
     #expect(gate.queuedEntries == 10_000)
     // Cancelled in arrival order, and from the back, around one that stays.
     for token in tokens[0..<5_000] { token.cancel() }
     for token in tokens[5_001...].reversed() { token.cancel() }
     #expect(gate.queuedEntries <= 64)
+    #expect(turnedAway.count == 9_999)  // Each told at once that it will not start.
     gate.leave()
     #expect(started.all == [0, 5_001])  // Only the waiter left gets the slot.
-  }
-
-  /// Ticks its countdown when the last closure holding it is released.
-  final class ReleaseTracker: Sendable {
-    let released: Countdown
-    init(_ released: Countdown) { self.released = released }
-    deinit { released.tick() }
   }
 
   @Test func waiters_cancelled_while_slots_free_up_start_at_most_once_and_never_over_the_limit()
@@ -108,38 +127,45 @@ import Testing
     let limit = 2
     let waiters = 2_000
     let gate = Admission(limit: limit)
-    let starts = Locked<[Int: Int]>([:])
+    let outcomes = Locked<[Int: [String]]>([:])
     let holding = Atomic<Int>(0)
     let peak = Atomic<Int>(0)
-    // Every start closure is released once: after its holder left, or uncalled when cancelled.
+    // Every waiter settles once: admitted and then left, or turned away.
     let settled = Countdown(waiters)
     let tokens = (0..<waiters).map { _ in CancellationToken() }
     for index in 0..<waiters {
-      let tracker = ReleaseTracker(settled)
-      gate.enter(token: tokens[index]) {
-        starts.withLock { $0[index, default: 0] += 1 }
+      let turnedAway: @Sendable () -> Void = {
+        outcomes.withLock { $0[index, default: []].append("turned away") }
+        settled.tick()
+      }
+      let admitted: @Sendable () -> Void = {
+        outcomes.withLock { $0[index, default: []].append("admitted") }
         let now = holding.add(1, ordering: .relaxed).newValue
         peak.max(now, ordering: .relaxed)
         DispatchQueue.global().async {
-          _ = tracker
           holding.subtract(1, ordering: .relaxed)
           gate.leave()
+          settled.tick()
         }
       }
+      let waiter = TestWaiter(gate, turnedAway: turnedAway, admitted: admitted)
+      gate.enter(waiter, token: tokens[index])
     }
     // The odd waiters are cancelled from other threads while the holders keep leaving.
     DispatchQueue.global().async {
       DispatchQueue.concurrentPerform(iterations: waiters / 2) { tokens[2 * $0 + 1].cancel() }
     }
     await settled.gate.wait()
-    let started = starts.withLock { $0 }
-    #expect(started.values.allSatisfy { $0 == 1 })
-    #expect((0..<waiters).filter { $0 % 2 == 0 }.allSatisfy { started[$0] == 1 })
+    let settledAs = outcomes.withLock { $0 }
+    #expect((0..<waiters).allSatisfy { settledAs[$0]?.count == 1 })
+    #expect((0..<waiters).filter { $0 % 2 == 0 }.allSatisfy { settledAs[$0] == ["admitted"] })
     #expect(peak.load(ordering: .relaxed) <= limit)
     #expect(gate.queuedEntries == 0)
     // Every slot came back: the next `limit` runs start at once.
     let again = Recorder<Int>()
-    for index in 0..<limit { gate.enter(token: CancellationToken()) { again.record(index) } }
+    for index in 0..<limit {
+      gate.enter(TestWaiter(gate) { again.record(index) }, token: CancellationToken())
+    }
     #expect(again.count == limit)
   }
 
@@ -287,5 +313,36 @@ import Testing
     #expect(parking.started == 3)
     parking.takeAll()[0].complete(.success(9))
     await next.wait()
+  }
+}
+
+@Suite struct NestedLimitTests {
+  @Test(.timeLimit(.minutes(1)))
+  func a_run_cancelled_while_waiting_at_an_inner_gate_gives_back_its_outer_slot() async {
+    let parking = Parking<Int, Int>()
+    let inner = parking.function.limit(1)
+    let outer = inner.limit(1)
+    let outcomes = Locked<[Int: Result<Int, any Error>]>([:])
+    let finished = Countdown(3)
+    func record(_ input: Int) -> @Sendable (Result<Int, any Error>) -> Void {
+      { result in
+        outcomes.withLock { $0[input] = result }
+        finished.tick()
+      }
+    }
+    inner.run(0, completion: record(0))  // Holds the inner slot, parked.
+    let waiting = outer.run(1, completion: record(1))  // Holds the outer slot, waits inside.
+    waiting.cancel()  // Nothing of run 1 is running: its outer slot must come back.
+    outer.run(2, completion: record(2))
+    await parking.waitForStarts(1)
+    parking.takeAll()[0].complete(.success(0))
+    await parking.waitForStarts(2)  // Run 2 had the outer slot, so it gets the inner one now.
+    let second = parking.takeAll()
+    #expect(second.map(\.input) == [2])
+    second.first?.complete(.success(2))
+    await finished.wait()
+    let results = outcomes.withLock { $0 }
+    #expect(results[1]?.failure is CancellationError)
+    #expect((try? results[0]?.get()) == 0 && (try? results[2]?.get()) == 2)
   }
 }

@@ -1,67 +1,66 @@
 import Synchronization
 
+/// A run waiting at an ``Admission`` for a slot: the object that will run is its own place in
+/// the queue, so waiting allocates nothing beside it.
+protocol AdmissionWaiter: AnyObject, Sendable {
+  /// The gate it waits at.
+  var gate: Admission { get }
+  /// Its place in the queue; read and written only under the gate's lock.
+  var place: AdmissionPlace { get set }
+  /// It has a slot: start now, and call the gate's ``Admission/leave()`` once done.
+  func admitted()
+  /// Its run was cancelled while it waited: it leaves without a slot, and must report so.
+  func turnedAway()
+}
+
+/// Where an ``AdmissionWaiter`` stands, kept in the waiter and guarded by the gate's lock.
+struct AdmissionPlace {
+  /// In the queue, neither admitted nor turned away; a waiter that is not is a tombstone.
+  fileprivate var isWaiting = false
+  fileprivate var registration: CancellationToken.Registration?
+
+  init() {}
+}
+
 /// The gate of one `limit(_:)`: at most `limit` holders at once, the rest wait in FIFO order.
 ///
-/// Waiting parks a closure, not a thread. A waiter whose run is cancelled leaves the queue
-/// (its slot in the FIFO becomes a tombstone that the next grant skips). Grants happen in a
-/// drain loop that at most one thread runs at a time, so a holder that finishes synchronously
-/// inside its grant frees its slot without recursing into the next grant.
+/// Waiting parks an object, not a thread. A waiter whose run is cancelled leaves the queue at
+/// once (its entry becomes a tombstone that the next grant skips) and is turned away. Grants
+/// happen in a drain loop that at most one thread runs at a time, so a holder that finishes
+/// synchronously inside its grant frees its slot without recursing into the next grant.
 final class Admission: Sendable {
-  /// A run waiting for a slot. Its `var`s are read and written only under the admission's
-  /// lock, which is what makes it `@unchecked Sendable`; `start` is `nil` once the waiter was
-  /// granted or cancelled, and the waiter is then a tombstone in the queue.
-  ///
-  /// It holds its gate so that its cancellation handler can capture the waiter alone, which
-  /// needs no allocation of its own. Tombstones are dropped once no live waiter is left, so
-  /// this holds the gate no longer than the waiting `start` closures do.
-  private final class Waiter: @unchecked Sendable {
-    let gate: Admission
-    /// An ``Action``, so that taking it out under the lock wraps it in no thunk.
-    var start: Action?
-    var registration: CancellationToken.Registration?
-
-    init(_ gate: Admission, _ start: @escaping @Sendable () -> Void) {
-      self.gate = gate
-      self.start = Action(start)
-    }
-
-    func cancel() { gate.cancel(self) }
-  }
-
   private struct State {
     var holders = 0
-    /// Waiters in arrival order from `head` on, tombstones among them. An object per waiter
-    /// rather than an id into a table: cancelling one is then a store, not a hash lookup.
-    var queue: [Waiter] = []
+    /// Waiters in arrival order from `head` on, tombstones among them. The waiter keeps its
+    /// own place, so cancelling one is a store, not a search.
+    var queue: [any AdmissionWaiter] = []
     var head = 0
     /// The waiters in `queue` that are not tombstones.
     var waitingCount = 0
     var isDraining = false
 
-    mutating func append(_ waiter: Waiter) {
-      queue.append(waiter)
-      waitingCount += 1
-    }
-
-    /// The next live waiter's start, taken out of it, and its registration.
-    mutating func popWaiter() -> (start: Action, CancellationToken.Registration?)? {
+    /// The next live waiter, out of the queue, and its registration.
+    mutating func popWaiter() -> (any AdmissionWaiter, CancellationToken.Registration?)? {
       while head < queue.count {
         let waiter = queue[head]
         head += 1
-        if let start = waiter.start.take() {
+        if waiter.place.isWaiting {
+          waiter.place.isWaiting = false
           waitingCount -= 1
-          return (start, waiter.registration.take())
+          return (waiter, waiter.place.registration.take())
         }
       }
       return nil
     }
 
-    /// Takes a cancelled waiter's start out, leaving a tombstone.
-    mutating func cancel(_ waiter: Waiter) -> Action? {
-      guard let start = waiter.start.take() else { return nil }
+    /// Takes a cancelled waiter out, leaving a tombstone; `false` if it had left already.
+    mutating func cancel(_ waiter: some AdmissionWaiter) -> Bool {
+      guard waiter.place.isWaiting else { return false }
+      waiter.place.isWaiting = false
+      waiter.place.registration = nil
       waitingCount -= 1
-      waiter.registration = nil
-      return start
+      compact()
+      return true
     }
 
     /// Drops what the queue holds before `head`, and its tombstones once they are most of it,
@@ -78,7 +77,7 @@ final class Admission: Sendable {
         head = 0
       }
       if held > 64 && held > 2 * waitingCount {
-        queue = queue[head...].filter { $0.start != nil }
+        queue = queue[head...].filter { $0.place.isWaiting }
         head = 0
       }
     }
@@ -92,27 +91,29 @@ final class Admission: Sendable {
   /// How many entries the queue holds, tombstones included: what compaction bounds.
   var queuedEntries: Int { state.withLock { $0.queue.count - $0.head } }
 
-  /// Calls `start` now if a slot is free and nobody is waiting, else when its turn comes.
-  /// If `token` is cancelled first, `start` is released uncalled. Call ``leave()`` exactly
-  /// once after `start` has run and its work is done.
-  func enter(token: CancellationToken, _ start: @escaping @Sendable () -> Void) {
-    let waiter = state.withLock { state -> Waiter? in
+  /// Admits `waiter` now if a slot is free and nobody is waiting, else when its turn comes;
+  /// if `token` is cancelled first, it is turned away. An admitted waiter calls ``leave()``
+  /// exactly once, when its work is done.
+  func enter(_ waiter: some AdmissionWaiter, token: CancellationToken) {
+    let queued = state.withLock { state -> Bool in
       if state.waitingCount == 0 && state.holders < limit {
         state.holders += 1
-        return nil
+        return false
       }
-      let waiter = Waiter(self, start)
-      state.append(waiter)
-      return waiter
+      waiter.place.isWaiting = true
+      state.queue.append(waiter)
+      state.waitingCount += 1
+      return true
     }
-    guard let waiter else { return start() }
-    let registration = token.onCancel { waiter.cancel() }
+    guard queued else { return waiter.admitted() }
+    // Captures the waiter alone, which needs no allocation of its own.
+    let registration = token.onCancel { waiter.gate.cancel(waiter) }
     let isSettled = state.withLock { state in
-      guard waiter.start != nil else { return true }
-      waiter.registration = registration
+      guard waiter.place.isWaiting else { return true }
+      waiter.place.registration = registration
       return false
     }
-    // Granted or cancelled meanwhile: the handler has nothing left to guard.
+    // Admitted or turned away meanwhile: the handler has nothing left to guard.
     if isSettled { registration.remove() }
   }
 
@@ -124,14 +125,14 @@ final class Admission: Sendable {
       state.isDraining = true
       return true
     }
-    if drain { grantWaiting() }
+    if drain { admitWaiting() }
   }
 
-  /// The drain loop: grants slots to waiters in order while slots are free.
-  private func grantWaiting() {
+  /// The drain loop: admits waiters in order while slots are free.
+  private func admitWaiting() {
     while true {
-      let granted = state.withLock {
-        state -> (Action, CancellationToken.Registration?)? in
+      let admitted = state.withLock {
+        state -> (any AdmissionWaiter, CancellationToken.Registration?)? in
         guard state.holders < limit, let next = state.popWaiter() else {
           state.isDraining = false
           state.compact()
@@ -140,17 +141,13 @@ final class Admission: Sendable {
         state.holders += 1
         return next
       }
-      guard let (start, registration) = granted else { return }
+      guard let (waiter, registration) = admitted else { return }
       registration?.remove()
-      start()
+      waiter.admitted()
     }
   }
 
-  private func cancel(_ waiter: Waiter) {
-    let removed = state.withLock { state in
-      defer { state.compact() }
-      return state.cancel(waiter)
-    }
-    _ = removed  // Released outside the lock: releasing the closure may run deinits.
+  private func cancel(_ waiter: some AdmissionWaiter) {
+    if state.withLock({ $0.cancel(waiter) }) { waiter.turnedAway() }
   }
 }

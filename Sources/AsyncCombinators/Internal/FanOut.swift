@@ -28,7 +28,7 @@ import Synchronization
 /// lock, and one thread at a time drains the queue (``ProgressQueue``). The outcome waits
 /// behind the reports: while a drainer is at work it is parked in `heldOutcome` and the
 /// drainer delivers it after the last report.
-final class FanOut<Element: Sendable>: StageSink {
+final class FanOut<Element: Sendable>: SlotJoin {
   typealias Failure = FanOutFailure
   typealias Outcome = FanOutOutcome
   // The types below live outside this generic class: nested here, each would be generic too,
@@ -119,10 +119,10 @@ final class FanOut<Element: Sendable>: StageSink {
           program.start(elements[index], token: branches, sink: self, branch: index)
           continue
         }
-        let work = InFlightWork(within: branches.inFlight) { self.slotFreed() }
+        let work = ElementWork(self, within: branches.inFlight)
         let (element, link) = branches.makeChild(counting: work)
-        program.start(
-          elements[index], token: element, sink: ElementSink(self, work, link), branch: index)
+        work.link = link
+        program.start(elements[index], token: element, sink: work, branch: index)
       }
     }
   }
@@ -146,7 +146,7 @@ final class FanOut<Element: Sendable>: StageSink {
   }
 
   /// An element whose bodies have all called back gives its slot to the next element.
-  private func slotFreed() {
+  func slotFreed() {
     let startMore = state.withLock { state -> Bool in
       state.running -= 1
       guard !state.isDone, !state.isStarting, state.next < elements.count else { return false }
@@ -255,28 +255,42 @@ final class FanOut<Element: Sendable>: StageSink {
 ///
 /// It holds the join as a sink rather than as a `FanOut<Element>`: a class generic over the
 /// element would cost a lookup of its type metadata in the runtime's cache per element.
-private final class ElementSink: StageSink {
-  private let join: any StageSink
-  private let work: InFlightWork
-  private let link: CancellationToken.Registration
+/// A join whose elements hold slots, told when one element's bodies are all done.
+protocol SlotJoin: StageSink {
+  func slotFreed()
+}
 
-  init(_ join: any StageSink, _ work: InFlightWork, _ link: CancellationToken.Registration) {
+/// One element of a limited fold: where it reports, and the count of its bodies in flight,
+/// whose end frees its slot.
+///
+/// `@unchecked Sendable`: `link` is written once, before the element starts, and taken once,
+/// when the count reaches zero; the rest are `let`s and the atomic count.
+private final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
+  /// Not generic over the fold's element, so that nothing per element runs unspecialized.
+  private let join: any SlotJoin
+  /// The element token's link to the fold's. The token holds this object as its count, so
+  /// the link is let go of once the count is quiet, or the two would hold each other.
+  @exclusivity(unchecked) var link: CancellationToken.Registration?
+
+  init(_ join: any SlotJoin, within enclosing: InFlightWork?) {
     self.join = join
-    self.work = work
-    self.link = link
+    super.init(within: enclosing)
   }
 
-  /// The element's completion is gone: its token's handlers need no more forwarding.
-  deinit { link.remove() }
+  /// No body of the element is left: its token's handlers need no more forwarding.
+  override func becameQuiet() {
+    link.take()?.remove()
+    join.slotFreed()
+  }
 
   func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
     join.stageSucceeded(value, branch: branch)
-    work.leave()
+    leave()
   }
 
   func stageFailed(_ error: any Error, branch: Int) {
     join.stageFailed(error, branch: branch)
-    work.leave()
+    leave()
   }
 }
 

@@ -13,21 +13,26 @@ import Synchronization
 ///
 /// Zero is final: ``enter()`` refuses to count once the work is quiet, and the stage it was
 /// asked for then finds its token cancelled (a scope goes quiet early only by cancellation).
-final class InFlightWork: Sendable {
+///
+/// What quiet frees is a subclass's ``becameQuiet()``: the object that owns the slot (a
+/// limit's run, a fold's element) is its own count, rather than an object beside it.
+///
+/// `@unchecked Sendable`: the count is atomic and `enclosing` is a `let`; a subclass keeps its
+/// own state safe, and says how.
+class InFlightWork: @unchecked Sendable {
   private let count = Atomic<Int>(1)
   private let enclosing: InFlightWork?
-  private let onQuiet: @Sendable () -> Void
 
-  /// - Parameters:
-  ///   - enclosing: The count this one belongs to, which it holds until it is quiet.
-  ///   - onQuiet: Called once, on the thread whose ``leave()`` brings the count to zero.
-  init(within enclosing: InFlightWork?, onQuiet: @escaping @Sendable () -> Void) {
+  /// - Parameter enclosing: The count this one belongs to, which it holds until it is quiet.
+  init(within enclosing: InFlightWork?) {
     self.enclosing = enclosing?.enter() == true ? enclosing : nil
-    self.onQuiet = onQuiet
   }
 
+  /// Called once, on the thread whose ``leave()`` brings the count to zero: free the slot.
+  func becameQuiet() {}
+
   /// Counts one more body; `false` (and nothing counted) once the work is quiet.
-  func enter() -> Bool {
+  final func enter() -> Bool {
     var current = count.load(ordering: .relaxed)
     while current > 0 {
       let (exchanged, original) = count.weakCompareExchange(
@@ -39,9 +44,9 @@ final class InFlightWork: Sendable {
   }
 
   /// Counts one body out, or the owner's hold on the result.
-  func leave() {
+  final func leave() {
     guard count.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
-    onQuiet()
+    becameQuiet()
     enclosing?.leave()
   }
 }

@@ -31,30 +31,67 @@ extension AsyncFunc {
     let gate = Admission(limit: n)
     let inner = program
     return AsyncFunc(modifying: inner, call: "limit(\(n))") { input, token, report in
-      gate.enter(token: token) {
-        // The slot is held until every body this run started has called back, even when the
-        // run itself is over sooner: cancelled, timed out, beaten in a race.
-        let work = InFlightWork(within: token.inFlight) { gate.leave() }
-        let (child, link) = token.makeChild(counting: work)
-        inner.start(input, token: child, sink: SlotHolder(report, work, link))
-      }
+      let run = LimitedRun(gate, inner, input, token, report)
+      gate.enter(run, token: token)
     }
   }
 }
 
-/// Where a `limit` stage's inner function reports: the result goes on at once, and gives up
-/// its hold on the slot, which comes back once no body of the run is left in flight.
-private final class SlotHolder: StageSink {
+/// One run of a `limit` stage, from the gate to the end of its bodies: the waiter in the
+/// gate's queue, the count of its bodies in flight (which frees its slot when quiet), and
+/// where its inner function reports. One object per run for all three.
+///
+/// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
+/// happen once and exclusively (the gate decides under its lock); `input`, `link` and
+/// `holdsSlot` are written only there, before the inner run starts, and read after it (the
+/// link is taken once more, by the result, which comes once).
+private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
+  let gate: Admission
+  // The `var`s skip dynamic exclusivity checks, which would cost more than the accesses they
+  // check: each is written only as the comment above says.
+  @exclusivity(unchecked) var place = AdmissionPlace()
+  private let inner: Program
+  private let token: CancellationToken
   private let report: StageReport
-  private let work: InFlightWork
-  private let link: CancellationToken.Registration
+  /// Let go of once the run is admitted or turned away: a tombstone in the queue holds nothing.
+  @exclusivity(unchecked) private var input: AnyValue?
+  /// The child token's link to the run's, removed once the result is out. The child holds
+  /// this object as its count, so letting go of the link also ends their holding each other.
+  @exclusivity(unchecked) private var link: CancellationToken.Registration?
+  @exclusivity(unchecked) private var holdsSlot = false
 
   init(
-    _ report: StageReport, _ work: InFlightWork, _ link: CancellationToken.Registration
+    _ gate: Admission, _ inner: Program, _ input: AnyValue, _ token: CancellationToken,
+    _ report: StageReport
   ) {
+    self.gate = gate
+    self.inner = inner
+    self.token = token
     self.report = report
-    self.work = work
+    self.input = input
+    // The slot is held until every body this run started has called back, even when the
+    // run itself is over sooner: cancelled, timed out, beaten in a race.
+    super.init(within: token.inFlight)
+  }
+
+  func admitted() {
+    holdsSlot = true
+    let (child, link) = token.makeChild(counting: self)
     self.link = link
+    guard let input = input.take() else { return }
+    inner.start(input, token: child, sink: self)
+  }
+
+  /// Reports the cancellation, so that whatever counts this run (an enclosing limit's slot, a
+  /// nested run) hears of its end; the run itself has ended with it already.
+  func turnedAway() {
+    input = nil
+    report.fail(CancellationError())
+    leave()
+  }
+
+  override func becameQuiet() {
+    if holdsSlot { gate.leave() }
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
@@ -69,7 +106,7 @@ private final class SlotHolder: StageSink {
 
   /// First, so that the slot limits this function, not what runs after it.
   private func release() {
-    link.remove()
-    work.leave()
+    link.take()?.remove()
+    leave()
   }
 }
