@@ -96,10 +96,12 @@ final class ForkJoin: StageSink, @unchecked Sendable {
     }
   }
 
+  @usableFromInline
   func stageFailed(_ error: any Error, branch _: Int) {
     fail(error)
   }
 
+  @usableFromInline
   func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
     guard !isDone.load(ordering: .relaxed) else { return }
     (slots + index).initialize(to: value)

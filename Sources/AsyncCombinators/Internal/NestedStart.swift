@@ -7,6 +7,7 @@
 /// run or join that started the modifier's stage delivers the cancellation itself. Either
 /// way the modifier costs one small object per run, not a run, a registration and closures.
 extension Program {
+  @usableFromInline
   func start(_ input: AnyValue, token: CancellationToken, sink: some StageSink, branch: Int = 0) {
     switch self {
     case .callback(let stage):
@@ -72,17 +73,20 @@ extension Program {
 /// library's modifiers complete exactly once by construction, so they need no object to
 /// enforce it, and a modifier inside a fold then costs one object per element, not two. A
 /// modifier calls exactly one of these, exactly once.
+@usableFromInline
 struct StageReport: Sendable {
   let sink: any StageSink
   let branch: Int
   /// The count this stage entered when it started, if it runs within one.
   let counted: InFlightWork?
 
+  @usableFromInline
   func succeed(_ value: consuming AnyValue) {
     counted?.leave()
     sink.stageSucceeded(value, branch: branch)
   }
 
+  @usableFromInline
   func fail(_ error: any Error) {
     counted?.leave()
     sink.stageFailed(error, branch: branch)
@@ -97,14 +101,17 @@ struct StageReport: Sendable {
 }
 
 extension StageCompletion: StageSink {
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { succeed(value) }
-  func stageFailed(_ error: any Error, branch _: Int) { fail(error) }
+  @usableFromInline func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    succeed(value)
+  }
+  @usableFromInline func stageFailed(_ error: any Error, branch _: Int) { fail(error) }
 }
 
 extension AsyncFunc {
   /// A modifier's stage: `body` works on erased values and reports through a `StageReport`,
   /// which spares the typed closures a public initializer wraps around every run, and the
   /// completion object.
+  @usableFromInline
   init(
     modifying inner: Program, call: String,
     body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void

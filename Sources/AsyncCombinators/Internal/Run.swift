@@ -280,6 +280,7 @@ final class Run: StageSink, @unchecked Sendable {
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.
+  @usableFromInline
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
     slot.initialize(to: value)
@@ -299,6 +300,7 @@ final class Run: StageSink, @unchecked Sendable {
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.
+  @usableFromInline
   func stageFailed(_ error: any Error, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }
     baton.pointee.failure = error
@@ -335,6 +337,7 @@ final class Run: StageSink, @unchecked Sendable {
 
 /// Where a callback stage's completion goes: the run it belongs to, or the fork-join that
 /// started it directly as one of its branches.
+@usableFromInline
 protocol StageSink: AnyObject, Sendable {
   func stageSucceeded(_ value: consuming AnyValue, branch: Int)
   func stageFailed(_ error: any Error, branch: Int)

@@ -19,7 +19,10 @@ extension AsyncFunc {
   /// ```
   ///
   /// - Returns: A function whose output is this function's result.
+  @inlinable
   public func settled() -> AsyncFunc<Input, Result<Output, any Error>> {
+    // Inlinable, so that the settlement and the `Result` it boxes are built with `Output`
+    // known: run generic, each run asked the runtime for their metadata.
     let inner = program
     return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
       input, token, report in
@@ -30,16 +33,20 @@ extension AsyncFunc {
 
 /// Where a `settled` stage's inner function reports: every outcome but cancellation becomes
 /// a value.
-private final class Settlement<Output: Sendable>: StageSink {
-  private let report: StageReport
+@usableFromInline
+final class Settlement<Output: Sendable>: StageSink {
+  @usableFromInline let report: StageReport
 
+  @usableFromInline
   init(_ report: StageReport) { self.report = report }
 
+  @usableFromInline
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     let outcome: Result<Output, any Error> = .success(unbox(value))
     report.succeed(outcome)
   }
 
+  @usableFromInline
   func stageFailed(_ error: any Error, branch _: Int) {
     guard !(error is CancellationError) else { return report.fail(error) }
     let outcome: Result<Output, any Error> = .failure(error)
