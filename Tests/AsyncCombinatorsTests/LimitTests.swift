@@ -82,13 +82,13 @@ import Testing
   /// `turnedAway` when its run is cancelled first.
   final class TestWaiter: AdmissionWaiter, @unchecked Sendable {
     // `@unchecked Sendable`: `place` is guarded by the gate's lock; the rest are `let`s.
-    let gate: Admission
+    let gate: Admission<TestWaiter>
     var place = AdmissionPlace()
     private let onAdmitted: @Sendable () -> Void
     private let onTurnedAway: @Sendable () -> Void
 
     init(
-      _ gate: Admission, turnedAway: @escaping @Sendable () -> Void = {},
+      _ gate: Admission<TestWaiter>, turnedAway: @escaping @Sendable () -> Void = {},
       admitted: @escaping @Sendable () -> Void
     ) {
       self.gate = gate
@@ -101,7 +101,7 @@ import Testing
   }
 
   @Test func cancelled_waiters_do_not_pile_up_while_the_slot_is_held() {
-    let gate = Admission(limit: 1)
+    let gate = Admission<TestWaiter>(limit: 1)
     let started = Recorder<Int>()
     let turnedAway = Recorder<Int>()
     gate.enter(TestWaiter(gate) { started.record(0) }, token: CancellationToken())
@@ -126,7 +126,7 @@ import Testing
   {
     let limit = 2
     let waiters = 2_000
-    let gate = Admission(limit: limit)
+    let gate = Admission<TestWaiter>(limit: limit)
     let outcomes = Locked<[Int: [String]]>([:])
     let holding = Atomic<Int>(0)
     let peak = Atomic<Int>(0)

@@ -4,7 +4,7 @@ import Synchronization
 /// the queue, so waiting allocates nothing beside it.
 protocol AdmissionWaiter: AnyObject, Sendable {
   /// The gate it waits at.
-  var gate: Admission { get }
+  var gate: Admission<Self> { get }
   /// Its place in the queue; read and written only under the gate's lock.
   var place: AdmissionPlace { get set }
   /// It has a slot: start now, and call the gate's ``Admission/leave()`` once done.
@@ -28,19 +28,22 @@ struct AdmissionPlace {
 /// once (its entry becomes a tombstone that the next grant skips) and is turned away. Grants
 /// happen in a drain loop that at most one thread runs at a time, so a holder that finishes
 /// synchronously inside its grant frees its slot without recursing into the next grant.
-final class Admission: Sendable {
+///
+/// Generic over the waiter, so that the queue holds the waiters themselves, not existentials
+/// to open at every step; `limit`'s gate is specialized for its run type.
+final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private struct State {
     var holders = 0
     /// Waiters in arrival order from `head` on, tombstones among them. The waiter keeps its
     /// own place, so cancelling one is a store, not a search.
-    var queue: [any AdmissionWaiter] = []
+    var queue: [Waiter] = []
     var head = 0
     /// The waiters in `queue` that are not tombstones.
     var waitingCount = 0
     var isDraining = false
 
     /// The next live waiter, out of the queue, and its registration.
-    mutating func popWaiter() -> (any AdmissionWaiter, CancellationToken.Registration?)? {
+    mutating func popWaiter() -> (Waiter, CancellationToken.Registration?)? {
       while head < queue.count {
         let waiter = queue[head]
         head += 1
@@ -54,7 +57,7 @@ final class Admission: Sendable {
     }
 
     /// Takes a cancelled waiter out, leaving a tombstone; `false` if it had left already.
-    mutating func cancel(_ waiter: some AdmissionWaiter) -> Bool {
+    mutating func cancel(_ waiter: Waiter) -> Bool {
       guard waiter.place.isWaiting else { return false }
       waiter.place.isWaiting = false
       waiter.place.registration = nil
@@ -94,7 +97,7 @@ final class Admission: Sendable {
   /// Admits `waiter` now if a slot is free and nobody is waiting, else when its turn comes;
   /// if `token` is cancelled first, it is turned away. An admitted waiter calls ``leave()``
   /// exactly once, when its work is done.
-  func enter(_ waiter: some AdmissionWaiter, token: CancellationToken) {
+  func enter(_ waiter: Waiter, token: CancellationToken) {
     let queued = state.withLock { state -> Bool in
       if state.waitingCount == 0 && state.holders < limit {
         state.holders += 1
@@ -132,7 +135,7 @@ final class Admission: Sendable {
   private func admitWaiting() {
     while true {
       let admitted = state.withLock {
-        state -> (any AdmissionWaiter, CancellationToken.Registration?)? in
+        state -> (Waiter, CancellationToken.Registration?)? in
         guard state.holders < limit, let next = state.popWaiter() else {
           state.isDraining = false
           state.compact()
@@ -147,7 +150,7 @@ final class Admission: Sendable {
     }
   }
 
-  private func cancel(_ waiter: some AdmissionWaiter) {
+  private func cancel(_ waiter: Waiter) {
     if state.withLock({ $0.cancel(waiter) }) { waiter.turnedAway() }
   }
 }

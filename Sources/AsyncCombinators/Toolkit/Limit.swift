@@ -28,7 +28,7 @@ extension AsyncFunc {
   /// - Complexity: O(1) amortized per run to enter and leave the gate.
   public func limit(_ n: Int, file: StaticString = #fileID, line: UInt = #line) -> AsyncFunc {
     precondition(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
-    let gate = Admission(limit: n)
+    let gate = Admission<LimitedRun>(limit: n)
     let inner = program
     return AsyncFunc(modifying: inner, call: "limit(\(n))") { input, token, report in
       let run = LimitedRun(gate, inner, input, token, report)
@@ -46,7 +46,7 @@ extension AsyncFunc {
 /// `holdsSlot` are written only there, before the inner run starts, and read after it (the
 /// link is taken once more, by the result, which comes once).
 private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
-  let gate: Admission
+  let gate: Admission<LimitedRun>
   // The `var`s skip dynamic exclusivity checks, which would cost more than the accesses they
   // check: each is written only as the comment above says.
   @exclusivity(unchecked) var place = AdmissionPlace()
@@ -61,7 +61,7 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
   @exclusivity(unchecked) private var holdsSlot = false
 
   init(
-    _ gate: Admission, _ inner: Program, _ input: AnyValue, _ token: CancellationToken,
+    _ gate: Admission<LimitedRun>, _ inner: Program, _ input: AnyValue, _ token: CancellationToken,
     _ report: StageReport
   ) {
     self.gate = gate
