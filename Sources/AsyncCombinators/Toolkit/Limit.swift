@@ -78,7 +78,9 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
     holdsSlot = true
     let (child, link) = token.makeChild(counting: self)
     self.link = link
-    guard let input = input.take() else { return }
+    guard let input = input.take() else {
+      preconditionFailure("limit: a run admitted twice, or after it was turned away")
+    }
     inner.start(input, token: child, sink: self)
   }
 
