@@ -106,16 +106,19 @@ private final class Tap: StageSink {
 /// Where a `finally` stage's two functions report: the inner one as branch 0, then the
 /// cleanup as branch 1, which delivers the inner result unless only the cleanup failed.
 ///
-/// `result` is written before the cleanup starts and read when the cleanup reports, which the
-/// cleanup's completion orders after that start: that is what makes `@unchecked Sendable` safe,
-/// and what lets `result` skip the dynamic exclusivity checks a class's `var` otherwise pays
-/// at every access (the two accesses can never overlap).
+/// `value` and `failure` (the inner result, one of them set) are written before the cleanup
+/// starts and read when the cleanup reports, which the cleanup's completion orders after that
+/// start: that is what makes `@unchecked Sendable` safe, and what lets them skip the dynamic
+/// exclusivity checks a class's `var` otherwise pays at every access (the accesses can never
+/// overlap). Two optionals rather than an optional `Result`, whose tag the runtime would be
+/// asked for at every access.
 private final class Cleanup: StageSink, @unchecked Sendable {
   private let report: StageReport
   private let cleanup: Program
   private let input: AnyValue
   private let token: CancellationToken
-  @exclusivity(unchecked) private var result: AnyResult?
+  @exclusivity(unchecked) private var value: AnyValue?
+  @exclusivity(unchecked) private var failure: (any Error)?
 
   init(
     _ report: StageReport, _ cleanup: Program, _ input: AnyValue,
@@ -128,19 +131,22 @@ private final class Cleanup: StageSink, @unchecked Sendable {
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    guard branch == 0 else { return report.complete(result.take()!) }
-    result = .success(value)
+    guard branch == 0 else {
+      if let failure = failure.take() { return report.fail(failure) }
+      return report.succeed(self.value.take()!)
+    }
+    self.value = value
     cleanup.start(input, token: token, sink: self, branch: 1)
   }
 
   func stageFailed(_ error: any Error, branch: Int) {
     guard branch == 0 else {
       // The inner function's failure wins over the cleanup's.
-      if case .failure(let innerError)? = result.take() { return report.fail(innerError) }
-      return report.fail(error)
+      value = nil
+      return report.fail(failure.take() ?? error)
     }
     // A cancelled run is over: `start` sees the token and the cleanup does not begin.
-    result = .failure(error)
+    failure = error
     cleanup.start(input, token: token, sink: self, branch: 1)
   }
 }
