@@ -5,9 +5,11 @@
 /// machine grants a slot, so the source's iterator never leaves that task and need not be
 /// `Sendable`; no second task has to be woken for every pull. Elements run as interpreter runs
 /// on one token, cancelled as a whole when the stream ends early; no task per element, and no
-/// thread ever waits.
+/// thread ever waits. An element reports here directly, its position in the source as its
+/// branch, as a fold's elements report to their join: a single-stage function costs its
+/// completion and no run of its own.
 @usableFromInline
-final class ConcurrentMapStorage: Sendable {
+final class ConcurrentMapStorage: StageSink {
   private let program: Program
   private let machine: Locked<ConcurrentMapStateMachine>
   /// Every element's run; cancelled when the stream ends before its source does.
@@ -76,11 +78,19 @@ final class ConcurrentMapStorage: Sendable {
   }
 
   private func start(_ index: Int, _ input: AnyValue) {
-    // The stream reacts to cancellation itself, so the runs need no registration.
-    Run(token: elements, ownsCancellation: false) { result in
-      self.execute(self.machine.withLock { $0.elementFinished(index, result) })
-    }
-    .start(program, input)
+    // The stream reacts to cancellation itself, so the elements need no registration.
+    program.start(input, token: elements, sink: self, branch: index)
+  }
+
+  @usableFromInline
+  func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
+    let result = AnyResult.success(value)
+    execute(machine.withLock { $0.elementFinished(index, result) })
+  }
+
+  @usableFromInline
+  func stageFailed(_ error: any Error, branch index: Int) {
+    execute(machine.withLock { $0.elementFinished(index, .failure(error)) })
   }
 
   /// The starter loop: one thread at a time, so an element that completes synchronously
