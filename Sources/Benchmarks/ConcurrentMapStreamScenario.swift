@@ -175,7 +175,9 @@ func runConcurrentMapStreamMemory(elements count: Int = 1_000_000) {
 /// nothing else, for `perf stat` and valgrind: context switches are where the two differ.
 /// With `synchronous`, the body completes at once instead of hopping, so that everything runs
 /// on the consumer's thread and the instructions counted are the stream's own.
-func runConcurrentMapStreamProfile(arrayInstead: Bool, synchronous: Bool, ordered: Bool) {
+func runConcurrentMapStreamProfile(
+  arrayInstead: Bool, handWritten: Bool, synchronous: Bool, ordered: Bool
+) {
   let queue = DispatchQueue(label: "bench.concurrentMapStream.profile", attributes: .concurrent)
   let hop =
     synchronous
@@ -185,6 +187,13 @@ func runConcurrentMapStreamProfile(arrayInstead: Bool, synchronous: Bool, ordere
   for _ in 0..<10 {
     if arrayInstead {
       waitFor { done in mapped.run(Array(0..<100_000)) { _ in done() } }
+    } else if handWritten {
+      waitFor { done in
+        Task {
+          _ = await handWrittenStream(count: 100_000, limit: 8, queue: queue)
+          done()
+        }
+      }
     } else {
       waitFor { done in
         Task {

@@ -64,11 +64,12 @@ if arguments.first == "--folds" {
   exit(0)
 }
 if arguments.first == "--stream-profile" {
-  // `--stream-profile [array] [sync] [unordered]`: one contender alone, for `perf stat` and
-  // valgrind; `sync` runs a synchronous body instead of the hop, to see the stream's own cost.
+  // `--stream-profile [array | hand] [sync] [unordered]`: one contender alone, for `perf stat`
+  // and valgrind; `sync` runs a synchronous body instead of the hop, to see the stream's own
+  // cost; `hand` runs the hand-written stream (always with the hop).
   runConcurrentMapStreamProfile(
-    arrayInstead: arguments.contains("array"), synchronous: arguments.contains("sync"),
-    ordered: !arguments.contains("unordered"))
+    arrayInstead: arguments.contains("array"), handWritten: arguments.contains("hand"),
+    synchronous: arguments.contains("sync"), ordered: !arguments.contains("unordered"))
   exit(0)
 }
 if arguments.first == "--stream" {

@@ -151,12 +151,12 @@ where Base.Element: Sendable {
       let storage = lifetime.storage
       while true {
         switch storage.nextStep() {
-        case .deliver(.success(let output?)):
+        case .output(let output):
           return unbox(output, as: Output.self)
-        case .deliver(let end):
+        case .end(let failure):
           // At the end, however it came, the source's iteration ends: its iterator goes.
           source = nil
-          _ = try end.get()
+          if let failure { throw failure }
           return nil
         case .pull:
           do {

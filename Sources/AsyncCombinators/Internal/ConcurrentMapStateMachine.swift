@@ -21,8 +21,10 @@ struct ConcurrentMapStateMachine: Sendable {
   enum Step: Sendable {
     /// Pull one element from the source; the slot is reserved.
     case pull
-    /// Hand this to the caller of `next()`: an output, `nil` for the end, or the error.
-    case deliver(Result<AnyValue?, any Error>)
+    /// Hand this output to the caller of `next()`.
+    case output(AnyValue)
+    /// The stream is over: `nil` for the end, or the error it ends with.
+    case end((any Error)?)
     /// Suspend until woken, then ask again.
     case wait
   }
@@ -94,13 +96,13 @@ struct ConcurrentMapStateMachine: Sendable {
   /// an ordered stream's window comes only when no output is ready, so that a slow source does
   /// not hold back outputs that are.
   mutating func nextStep() -> Step {
-    if isOver { return .deliver(.success(nil)) }
+    if isOver { return .end(nil) }
     let canPull = failure == nil && !sourceEnded && freeSlots >= 1
     if canPull && running + pendingCount < limit {
       isPulling = true
       return .pull
     }
-    if let result = take() { return .deliver(result) }
+    if let step = take() { return step }
     if canPull {
       isPulling = true
       return .pull
@@ -129,21 +131,20 @@ struct ConcurrentMapStateMachine: Sendable {
   }
 
   /// The next output in the order the stream promises, or the end once every report is out.
-  private mutating func take() -> Result<AnyValue?, any Error>? {
+  private mutating func take() -> Step? {
     if ordered {
       if case .value(let value)? = window.first {
         _ = window.removeFirst()
         dropSkipped()
-        return .success(value)
+        return .output(value)
       }
     } else if let value = ready.popFirst() {
       readyCount -= 1
-      return .success(value)
+      return .output(value)
     }
     guard isEndReady else { return nil }
     isOver = true
-    if let failure { return .failure(failure) }
-    return .success(nil)
+    return .end(failure)
   }
 
   /// Whether the end can be handed out: the stream has failed or everything is done, and the
@@ -234,28 +235,31 @@ struct ConcurrentMapStateMachine: Sendable {
 
   // MARK: The elements
 
-  mutating func elementFinished(_ index: Int, _ result: AnyResult) -> Effects {
+  /// Element `index` produced `value`. Values and errors come apart, not as a `Result`, so
+  /// that no `Result` is built and copied per element.
+  mutating func elementSucceeded(_ index: Int, _ value: consuming AnyValue) -> Effects {
     var effects = Effects()
     guard failure == nil else { return effects }  // Cancelled with the rest: not reported.
-    running -= 1
-    finished += 1
-    if case .failure = result { failed += 1 }
-    if reportsProgress {
-      effects.drainsReports = reports.enqueue(
-        BatchProgress(completed: finished, failed: failed, inFlight: running, total: nil))
+    countFinished(failed: false, &effects)
+    if ordered {
+      window.set(.value(value), at: index)
+    } else {
+      ready.append(value)
+      readyCount += 1
     }
-    switch result {
-    case .success(let value):
-      if ordered {
-        window.set(.value(value), at: index)
-      } else {
-        ready.append(value)
-        readyCount += 1
-      }
-    case .failure(let error) where error is CancellationError:
+    afterElement(&effects)
+    return effects
+  }
+
+  /// Element `index` failed with `error`.
+  mutating func elementFailed(_ index: Int, _ error: any Error) -> Effects {
+    var effects = Effects()
+    guard failure == nil else { return effects }  // Cancelled with the rest: not reported.
+    countFinished(failed: true, &effects)
+    if error is CancellationError {
       // The element cancelled itself: that cancels the stream, whatever the tolerance.
       terminate(CancellationError(), &effects)
-    case .failure(let error):
+    } else {
       // Kept for the error that would report them; a stream that tolerates everything only
       // counts them, so that its memory stays flat however many fail.
       if tolerance.canBeExceeded {
@@ -270,12 +274,27 @@ struct ConcurrentMapStateMachine: Sendable {
         dropSkipped()
       }
     }
+    afterElement(&effects)
+    return effects
+  }
+
+  private mutating func countFinished(failed isFailure: Bool, _ effects: inout Effects) {
+    running -= 1
+    finished += 1
+    if isFailure { failed += 1 }
+    if reportsProgress {
+      effects.drainsReports = reports.enqueue(
+        BatchProgress(completed: finished, failed: failed, inFlight: running, total: nil))
+    }
+  }
+
+  /// A slot has come free: a pending element may start, and the consumer may go on.
+  private mutating func afterElement(_ effects: inout Effects) {
     if pendingCount > 0 && failure == nil && !isStarting {
       isStarting = true
       effects.startsPending = true
     }
     effects.wakesConsumer = wakeIfReady()
-    return effects
   }
 
   // MARK: Progress

@@ -84,13 +84,13 @@ final class ConcurrentMapStorage: StageSink {
 
   @usableFromInline
   func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
-    let result = AnyResult.success(value)
-    execute(machine.withLock { $0.elementFinished(index, result) })
+    let value = value
+    execute(machine.withLock { $0.elementSucceeded(index, value) })
   }
 
   @usableFromInline
   func stageFailed(_ error: any Error, branch index: Int) {
-    execute(machine.withLock { $0.elementFinished(index, .failure(error)) })
+    execute(machine.withLock { $0.elementFailed(index, error) })
   }
 
   /// The starter loop: one thread at a time, so an element that completes synchronously
