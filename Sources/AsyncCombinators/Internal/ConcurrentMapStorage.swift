@@ -3,16 +3,16 @@
 ///
 /// The consumer's own task pulls from the source, inside its `next()` calls and only when the
 /// machine grants a slot, so the source's iterator never leaves that task and need not be
-/// `Sendable`; no second task has to be woken for every pull. Elements run as interpreter runs
-/// on one token, cancelled as a whole when the stream ends early; no task per element, and no
-/// thread ever waits. An element reports here directly, its position in the source as its
-/// branch, as a fold's elements report to their join: a single-stage function costs its
-/// completion and no run of its own.
+/// `Sendable`; no second task has to be woken for every pull. Elements start on one token,
+/// cancelled as a whole when the stream ends early, and report here directly with their
+/// position in the source as their branch, as a fold's elements report to their join: a
+/// single-stage function costs its completion and no run of its own. No task per element, and
+/// no thread ever waits.
 @usableFromInline
 final class ConcurrentMapStorage: StageSink {
   private let program: Program
   private let machine: Locked<ConcurrentMapStateMachine>
-  /// Every element's run; cancelled when the stream ends before its source does.
+  /// Every element's token; cancelled when the stream ends before its source does.
   private let elements = CancellationToken()
   private let progress: (@Sendable (BatchProgress) -> Void)?
 

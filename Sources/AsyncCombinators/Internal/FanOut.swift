@@ -250,23 +250,21 @@ final class FanOut<Element: Sendable>: SlotJoin {
   }
 }
 
-/// Where an element of a limited fold reports: its result goes to the join at once, and gives
-/// up its hold on the element's slot, which comes back once no body of it is in flight.
-///
-/// It holds the join as a sink rather than as a `FanOut<Element>`: a class generic over the
-/// element would cost a lookup of its type metadata in the runtime's cache per element.
 /// A join whose elements hold slots, told when one element's bodies are all done.
 protocol SlotJoin: StageSink {
   func slotFreed()
 }
 
-/// One element of a limited fold: where it reports, and the count of its bodies in flight,
-/// whose end frees its slot.
+/// One element of a limited fold: where it reports (its result goes to the join at once) and
+/// the count of its bodies in flight, which gives the element's slot back once no body of it
+/// is left.
+///
+/// It holds the join as a protocol rather than as a `FanOut<Element>`: a class generic over
+/// the element would cost a lookup of its type metadata in the runtime's cache per element.
 ///
 /// `@unchecked Sendable`: `link` is written once, before the element starts, and taken once,
 /// when the count reaches zero; the rest are `let`s and the atomic count.
 private final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
-  /// Not generic over the fold's element, so that nothing per element runs unspecialized.
   private let join: any SlotJoin
   /// The element token's link to the fold's. The token holds this object as its count, so
   /// the link is let go of once the count is quiet, or the two would hold each other.
