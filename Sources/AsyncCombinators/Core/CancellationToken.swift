@@ -92,12 +92,18 @@ public final class CancellationToken: Cancellable {
   /// - Complexity: O(*d*) for a token nested *d* deep in the operations of its run; a handful.
   public var isCancelled: Bool {
     if flag.load(ordering: .acquiring) { return true }
-    var ancestor = parent
-    while let token = ancestor {
-      if token.flag.load(ordering: .acquiring) { return true }
-      ancestor = token.parent
+    // Every token holds its parent, and this one is alive while it is read, so the walk up
+    // needs no references of its own: a retain and a release per ancestor, on every stage
+    // start, were most of what this cost.
+    guard var ancestor = parent.map(Unmanaged.passUnretained) else { return false }
+    while true {
+      let (cancelled, next) = ancestor._withUnsafeGuaranteedRef { token in
+        (token.flag.load(ordering: .acquiring), token.parent.map(Unmanaged.passUnretained))
+      }
+      if cancelled { return true }
+      guard let next else { return false }
+      ancestor = next
     }
-    return false
   }
 
   /// Whether this token itself has been cancelled (its handlers taken), whatever its parent.
