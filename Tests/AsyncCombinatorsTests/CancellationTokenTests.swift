@@ -93,6 +93,18 @@ import Testing
     #expect(parent.registrationCount == 0)
   }
 
+  @Test func a_token_nested_deep_sees_any_ancestors_cancellation_and_no_descendants() {
+    // `isCancelled` walks up the chain: every level of it must be read.
+    let root = CancellationToken()
+    var chain = [root]
+    for _ in 0..<4 { chain.append(chain.last!.makeChild().child) }
+    #expect(!chain.contains { $0.isCancelled })
+    chain[2].cancel()
+    #expect(chain.map { $0.isCancelled } == [false, false, true, true, true])
+    root.cancel()
+    #expect(chain.allSatisfy { $0.isCancelled })
+  }
+
   @Test func a_handler_added_to_a_child_of_a_cancelled_parent_runs_at_once() {
     let parent = CancellationToken()
     let (child, _) = parent.makeChild()

@@ -262,8 +262,10 @@ protocol SlotJoin: StageSink {
 /// It holds the join as a protocol rather than as a `FanOut<Element>`: a class generic over
 /// the element would cost a lookup of its type metadata in the runtime's cache per element.
 ///
-/// `@unchecked Sendable`: `link` is written once, before the element starts, and taken once,
-/// when the count reaches zero; the rest are `let`s and the atomic count.
+/// `@unchecked Sendable`, with no lock: `link` is written once, before the element starts
+/// (which publishes it to the threads the element runs on), and taken once, by the thread
+/// whose decrement of the atomic count reaches zero, ordered after every other `leave()` by
+/// that count's acquiring-and-releasing decrements. The rest are `let`s.
 private final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
   private let join: any SlotJoin
   /// The element token's link to the fold's. The token holds this object as its count, so

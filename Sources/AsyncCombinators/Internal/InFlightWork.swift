@@ -17,8 +17,9 @@ import Synchronization
 /// What quiet frees is a subclass's ``becameQuiet()``: the object that owns the slot (a
 /// limit's run, a fold's element) is its own count, rather than an object beside it.
 ///
-/// `@unchecked Sendable`: the count is atomic and `enclosing` is a `let`; a subclass keeps its
-/// own state safe, and says how.
+/// `@unchecked Sendable`, with no lock: the count is atomic and `enclosing` is a `let`. The
+/// class is not final, so the compiler cannot check its subclasses; each keeps its own state
+/// safe and says how (`LimitedRun` under its gate's lock, `ElementWork` by write-once order).
 class InFlightWork: @unchecked Sendable {
   private let count = Atomic<Int>(1)
   private let enclosing: InFlightWork?
