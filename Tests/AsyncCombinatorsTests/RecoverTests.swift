@@ -91,3 +91,67 @@ import Testing
     #expect("\(fetch.recover(with: mirror))" == "fetch.recover(with: mirror)")
   }
 }
+
+/// `recover` of one callback stage is fused into that stage's completion: no stage, sink or
+/// report of its own per run. These pin down that it still behaves as the modifier did.
+@Suite struct FusedRecoverTests {
+  @Test func a_single_callback_stage_takes_the_recovery_into_its_own_completion() async throws {
+    let fetch = AsyncFunc<Int, Int>(name: "fetch") { x, complete in
+      testQueue().async { complete(.failure(TestError(x))) }
+    }
+    let recovered = fetch.recover { ($0 as! TestError).id * 10 }
+    guard case .callback(let stage) = recovered.program else {
+      Issue.record("recover of a callback stage was not fused: \(recovered.program.shape)")
+      return
+    }
+    #expect(stage.steps.count == 1)
+    #expect("\(recovered)" == "fetch.recover { … }")
+    #expect(try await recovered(4) == 40)
+  }
+
+  @Test func the_timeline_shows_the_stage_itself_failing() async throws {
+    let fetch = AsyncFunc<Int, Int>(name: "fetch") { _, complete in
+      testQueue().async { complete(.failure(TestError(0))) }
+    }
+    let (result, timeline) = await fetch.recover { _ in 7 }.traced(1)
+    #expect(try result.get() == 7)
+    #expect(timeline.spans.map(\.name) == ["fetch"])
+    #expect(timeline.spans.map(\.failed) == [true])
+  }
+
+  @Test func a_completion_released_uncalled_is_recovered_as_a_failure() async throws {
+    let forgetful = AsyncFunc<Int, Int>(name: "fused.forgetful") { _, _ in }
+    let recovered = forgetful.recover { error in
+      (error as? ContractViolation)?.kind == .completionNeverCalled ? 1 : 0
+    }
+    #expect(try await recovered(0) == 1)
+  }
+
+  @Test func steps_run_in_the_order_the_modifiers_were_applied() async throws {
+    let failing = AsyncFunc<Int, Int>(name: "failing") { _, complete in
+      complete(.failure(TestError(2)))
+    }
+    // recover first: settled sees the recovered value.
+    let recoveredThenSettled = try await failing.recover { _ in 5 }.settled()(0)
+    #expect(try recoveredThenSettled.get() == 5)
+    // settled first: the failure is a value by the time recover could see it.
+    let settledThenRecovered = try await failing.settled().recover { _ in .success(9) }(0)
+    #expect(settledThenRecovered.failure as? TestError == TestError(2))
+  }
+
+  @Test func a_cancelled_run_ends_cancelled_and_a_late_failure_recovered_is_dropped() async {
+    let parking = Parking<Int, Int>()
+    let results = Recorder<Result<Int, any Error>>()
+    let finished = Gate()
+    let token = parking.function.recover { _ in 0 }.run(0) { result in
+      results.record(result)
+      finished.open()
+    }
+    await parking.waitForStarts(1)
+    token.cancel()
+    await finished.wait()
+    parking.takeAll()[0].complete(.failure(TestError(1)))  // Recovered, but the run is over.
+    #expect(results.count == 1)
+    #expect(results.all.allSatisfy(isCancellation))
+  }
+}

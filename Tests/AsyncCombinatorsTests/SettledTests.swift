@@ -25,3 +25,40 @@ import Testing
     #expect("\(parse.settled().concurrentMap())" == "parse.settled().concurrentMap()")
   }
 }
+
+/// `settled` of one callback stage is fused into that stage's completion.
+@Suite struct FusedSettledTests {
+  @Test func a_single_callback_stage_settles_in_its_own_completion() async throws {
+    let parse = AsyncFunc<String, Int>(name: "parse") { text, complete in
+      testQueue().async { complete(Result { try Int(text).orThrow(TestError(0)) }) }
+    }
+    let settled = parse.settled()
+    guard case .callback(let stage) = settled.program else {
+      Issue.record("settled of a callback stage was not fused: \(settled.program.shape)")
+      return
+    }
+    #expect(stage.steps.count == 1)
+    #expect("\(settled)" == "parse.settled()")
+    let outcomes = try await settled.concurrentMap()(["1", "x"])
+    #expect(outcomes.map { try? $0.get() } == [1, nil])
+    #expect(outcomes[1].failure as? TestError == TestError(0))
+  }
+
+  @Test func a_completion_called_twice_is_reported_once_and_settles_once() async throws {
+    let faults = FaultRecorder.shared
+    let twice = AsyncFunc<Int, Int>(name: "fused.twice") { x, complete in
+      complete(.success(x))
+      complete(.failure(TestError(1)))
+    }
+    let outcome = try await twice.settled()(3)
+    #expect(try outcome.get() == 3)
+    #expect(faults.violations(named: "fused.twice").map(\.kind) == [.completionCalledTwice])
+  }
+}
+
+extension Optional {
+  fileprivate func orThrow(_ error: some Error) throws -> Wrapped {
+    guard let self else { throw error }
+    return self
+  }
+}

@@ -74,7 +74,7 @@ enum Program: Sendable {
 
   var shape: Shape {
     switch self {
-    case .callback(let stage): stage.shape
+    case .callback(let stage): stage.described ?? stage.shape
     case .direct(let stage): stage.shape
     case .modifier(let stage): stage.shape
     case .hop(let node): node.shape
@@ -130,17 +130,24 @@ extension Program {
 
 @usableFromInline
 final class CallbackStage: Sendable {
+  /// The stage's own shape: what its timeline event is called.
   let shape: Shape
   let label: Label
+  /// What modifiers fused onto the stage do with its outcome, in order; usually none.
+  let steps: [OutcomeStep]
+  /// How the function describes itself once modifiers are fused on: `fetch.recover { … }`.
+  let described: Shape?
   let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
 
   @usableFromInline
   init(
-    shape: Shape, label: Label,
+    shape: Shape, label: Label, steps: [OutcomeStep] = [], described: Shape? = nil,
     body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
   ) {
     self.shape = shape
     self.label = label
+    self.steps = steps
+    self.described = described
     self.body = body
   }
 }

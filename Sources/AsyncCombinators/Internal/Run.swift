@@ -428,7 +428,9 @@ final class StageCompletion: @unchecked Sendable {
     guard claim() else { return }
     endEvent(.succeeded)
     counted?.leave()
-    sink.stageSucceeded(value, branch: branch)
+    let steps = stage.steps
+    if steps.isEmpty { return sink.stageSucceeded(value, branch: branch) }
+    steps.deliver(value, to: sink, branch: branch)
   }
 
   @usableFromInline
@@ -436,7 +438,9 @@ final class StageCompletion: @unchecked Sendable {
     guard claim() else { return }
     endEvent(StageOutcome(error))
     counted?.leave()
-    sink.stageFailed(error, branch: branch)
+    let steps = stage.steps
+    if steps.isEmpty { return sink.stageFailed(error, branch: branch) }
+    steps.deliver(error, to: sink, branch: branch)
   }
 
   func complete(_ result: AnyResult) {
@@ -462,7 +466,7 @@ final class StageCompletion: @unchecked Sendable {
   deinit {
     guard !called.load(ordering: .acquiring) else { return }
     // Off the releasing thread: it may be inside user code that holds its own locks.
-    let (sink, branch) = (sink, branch)
+    let (sink, branch, steps) = (sink, branch, stage.steps)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let (event, counted) = (event, counted)
     cancelWatch?.remove()
@@ -471,7 +475,8 @@ final class StageCompletion: @unchecked Sendable {
       // start the next waiter's work, which must not run inside the releasing thread either.
       counted?.leave()
       event?.end(.failed)
-      sink.stageFailed(violation, branch: branch)
+      // Through the fused steps, as the modifiers' own stages would have seen it.
+      steps.deliver(violation, to: sink, branch: branch)
     }
   }
 }
