@@ -91,3 +91,97 @@ import Testing
     #expect(try await logged(1) == 2)
   }
 }
+
+/// `finally` with a synchronous cleanup, and `tap`, of one callback stage are fused into that
+/// stage's completion. These pin down that they still behave as the modifiers did.
+@Suite struct FusedFinallyAndTapTests {
+  /// A callback stage that completes on another thread with `outcome(input)`.
+  private func callback(
+    _ name: String, _ outcome: @escaping @Sendable (String) -> Result<Int, any Error>
+  ) -> AsyncFunc<String, Int> {
+    AsyncFunc(name: name) { input, complete in testQueue().async { complete(outcome(input)) } }
+  }
+
+  @Test func a_synchronous_cleanup_becomes_a_step_of_the_stages_completion() async throws {
+    let seen = Recorder<String>()
+    let upload = callback("upload") { .success($0.count) }.finally { seen.record("cleanup \($0)") }
+    guard case .callback(let stage) = upload.program else {
+      Issue.record("finally of a callback stage was not fused: \(upload.program.shape)")
+      return
+    }
+    #expect(stage.steps.count == 1 && stage.needsContext)
+    #expect("\(upload)" == "upload.finally({ … })")
+    #expect(try await upload("a.mov") == 5)
+    #expect(seen.all == ["cleanup a.mov"])
+  }
+
+  @Test func the_stages_failure_wins_over_the_cleanups() async {
+    let failing = callback("failing") { _ in .failure(TestError(1)) }
+      .finally(.sync { _ in throw TestError(2) })
+    #expect(await runToCompletion(failing, "x").failure as? TestError == TestError(1))
+  }
+
+  @Test func a_failing_cleanup_fails_a_success() async {
+    let fine = callback("fine") { .success($0.count) }.finally(.sync { _ in throw TestError(2) })
+    #expect(await runToCompletion(fine, "x").failure as? TestError == TestError(2))
+  }
+
+  @Test func a_completion_released_uncalled_still_runs_the_cleanup() async {
+    let cleaned = Recorder<String>()
+    let forgetful = AsyncFunc<String, Int>(name: "fused.finally.forgetful") { _, _ in }
+      .finally { cleaned.record($0) }
+    let result = await runToCompletion(forgetful, "in")
+    #expect((result.failure as? ContractViolation)?.kind == .completionNeverCalled)
+    #expect(cleaned.all == ["in"])
+  }
+
+  @Test func the_timeline_shows_the_stage_then_the_cleanup() async throws {
+    let upload = callback("upload") { .success($0.count) }
+      .finally(.sync(name: "progress") { _ in })
+    let (result, timeline) = await upload.traced("abc")
+    #expect(try result.get() == 3)
+    let spans = timeline.spans
+    #expect(spans.map(\.name) == ["upload", "progress"])
+    #expect(try #require(spans[0].end) <= spans[1].start)
+  }
+
+  @Test func under_a_limit_the_cleanup_ends_before_the_next_run_starts() async throws {
+    let events = Recorder<String>()
+    let parking = Parking<Int, Int>()
+    let limited = parking.function.finally { events.record("cleanup \($0)") }.limit(1)
+    let done = Gate()
+    let remaining = Tally()
+    for x in 0..<2 {
+      limited.run(x) { _ in
+        remaining.add()
+        if remaining.value == 2 { done.open() }
+      }
+    }
+    await parking.waitForStarts(1)
+    let first = parking.takeAll()
+    #expect(first.count == 1)
+    events.record("complete \(first[0].input)")
+    first[0].complete(.success(0))
+    await parking.waitForStarts(2)
+    let second = parking.takeAll()
+    events.record("complete \(second[0].input)")
+    second[0].complete(.success(0))
+    await done.wait()
+    #expect(events.all == ["complete 0", "cleanup 0", "complete 1", "cleanup 1"])
+  }
+
+  @Test func tap_of_a_callback_stage_sees_the_input_and_the_stages_own_outcome() async {
+    let seen = Recorder<String>()
+    let parse = callback("parse") { text in Result { try Int(text).orThrow(TestError(9)) } }
+      .tap { input, result in
+        seen.record("\(input):\((try? result.get()).map(String.init) ?? "failed")")
+      }
+    guard case .callback = parse.program else {
+      Issue.record("tap of a callback stage was not fused")
+      return
+    }
+    #expect((try? await runToCompletion(parse, "12").get()) == 12)
+    #expect(await runToCompletion(parse, "x").failure as? TestError == TestError(9))
+    #expect(seen.all == ["12:12", "x:failed"])
+  }
+}

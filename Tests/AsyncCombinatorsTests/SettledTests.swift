@@ -57,7 +57,7 @@ import Testing
 }
 
 extension Optional {
-  fileprivate func orThrow(_ error: some Error) throws -> Wrapped {
+  func orThrow(_ error: some Error) throws -> Wrapped {
     guard let self else { throw error }
     return self
   }

@@ -18,7 +18,7 @@ extension Program {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
       let completion = StageCompletion(
-        sink: sink, branch: branch, stage: stage, token: token, counted: counted)
+        sink: sink, branch: branch, stage: stage, input: input, token: token, counted: counted)
       stage.body(input, token, completion)
     case .modifier(let stage):
       let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
@@ -40,7 +40,7 @@ extension Program {
     case .callback(let stage):
       if token.isCancelled { return report.fail(CancellationError()) }
       let completion = StageCompletion(
-        sink: report.sink, branch: report.branch, stage: stage, token: token,
+        sink: report.sink, branch: report.branch, stage: stage, input: input, token: token,
         counted: report.counted)
       stage.body(input, token, completion)
     case .modifier(let stage):

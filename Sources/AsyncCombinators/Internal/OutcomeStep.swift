@@ -1,10 +1,10 @@
 /// A synchronous step that a modifier adds to the end of a callback stage, in place of a
 /// stage of its own: it sees the stage's outcome before the stage's sink does.
 ///
-/// `f.recover { … }` and `f.settled()` of a single callback stage are that stage with a step
-/// more, so a run of them costs the stage's own completion and nothing else: no sink object
-/// per run, no second count of work in flight, no second report. The steps are built once,
-/// with the function; running them allocates nothing.
+/// `f.recover { … }`, `f.settled()`, `f.tap { … }` and `f.finally { … }` of a single callback
+/// stage are that stage with a step more, so a run of them costs the stage's own completion
+/// and nothing else: no sink object per run, no second count of work in flight, no second
+/// report. The steps are built once, with the function; running them allocates nothing.
 @usableFromInline
 enum OutcomeStep: Sendable {
   /// `recover`: a failure other than cancellation goes through the transform.
@@ -13,6 +13,37 @@ enum OutcomeStep: Sendable {
   /// closures made where the output type is known.
   case settle(
     success: @Sendable (AnyValue) -> AnyValue, failure: @Sendable (any Error) -> AnyValue)
+  /// `tap`: the body sees the input and the outcome on its way through.
+  case tap(@Sendable (AnyValue, AnyResult) -> Void)
+  /// `finally` with a synchronous cleanup: it runs with the input unless the run is cancelled.
+  case finally(DirectStage)
+
+  /// Whether the step needs the stage's input and token, which its completion then keeps.
+  var needsContext: Bool {
+    switch self {
+    case .recover, .settle: false
+    case .tap, .finally: true
+    }
+  }
+}
+
+/// A stage's outcome on its way through the steps: one of `value` and `error` is set. Apart
+/// rather than as a `Result`, whose tag the runtime would be asked for at every step.
+struct StepOutcome {
+  var value: AnyValue?
+  var error: (any Error)?
+
+  mutating func report(to sink: any StageSink, branch: Int) {
+    if let error { return sink.stageFailed(error, branch: branch) }
+    sink.stageSucceeded(value.take()!, branch: branch)
+  }
+
+  /// Failed with `error`, unless it failed already: the first failure is the outcome.
+  mutating func failUnlessFailed(_ error: any Error) {
+    guard self.error == nil else { return }
+    value = nil
+    self.error = error
+  }
 }
 
 extension CallbackStage {
@@ -27,44 +58,57 @@ extension CallbackStage {
 }
 
 extension [OutcomeStep] {
-  /// Takes a success through the steps and reports where they lead.
-  func deliver(_ value: consuming AnyValue, to sink: any StageSink, branch: Int) {
-    deliver(value: value, error: nil, to: sink, branch: branch)
-  }
-
-  /// Takes a failure through the steps and reports where they lead.
-  func deliver(_ error: any Error, to sink: any StageSink, branch: Int) {
-    deliver(value: nil, error: error, to: sink, branch: branch)
-  }
-
-  /// One of `value` and `error` is set. Apart rather than as a `Result`, whose tag the
-  /// runtime would be asked for at every step.
-  private func deliver(
-    value: consuming AnyValue?, error: (any Error)?, to sink: any StageSink, branch: Int
+  /// Takes `outcome` through the steps, in the order the modifiers were applied.
+  ///
+  /// - Parameters:
+  ///   - input: The stage's input, read only by a step that needs it (the completion keeps it
+  ///     whenever one does): behind a pointer, so that the steps that need nothing copy nothing.
+  ///   - token: The stage's token, kept whenever a step needs it.
+  func apply(
+    to outcome: inout StepOutcome, input: UnsafePointer<AnyValue?>, token: CancellationToken?
   ) {
-    var value = value
-    var error = error
     for step in self {
       switch step {
       case .recover(let transform):
-        guard let failure = error, !(failure is CancellationError) else { continue }
+        guard let failure = outcome.error, !(failure is CancellationError) else { continue }
         do {
-          value = try transform(failure)
-          error = nil
-        } catch let thrown {
-          error = thrown
+          outcome.value = try transform(failure)
+          outcome.error = nil
+        } catch {
+          outcome.error = error
         }
       case .settle(let success, let failure):
-        if let thrown = error {
-          guard !(thrown is CancellationError) else { continue }
-          value = failure(thrown)
-          error = nil
+        if let error = outcome.error {
+          guard !(error is CancellationError) else { continue }
+          outcome.value = failure(error)
+          outcome.error = nil
         } else {
-          value = success(value.take()!)
+          outcome.value = success(outcome.value.take()!)
+        }
+      case .tap(let observe):
+        if let error = outcome.error {
+          observe(input.pointee!, .failure(error))
+        } else {
+          observe(input.pointee!, .success(outcome.value!))
+        }
+      case .finally(let cleanup):
+        let token = token!
+        // A cancelled run is over: the cleanup does not start.
+        guard !token.isCancelled else {
+          outcome.failUnlessFailed(CancellationError())
+          continue
+        }
+        var event: StageEvent?
+        if let observer = token.observer { event = StageEvent.begin(cleanup.shape, observer) }
+        do {
+          _ = try cleanup.body(input.pointee!)
+          event?.end(.succeeded)
+        } catch {
+          event?.end(StageOutcome(error))
+          // The stage's own failure wins over the cleanup's.
+          outcome.failUnlessFailed(error)
         }
       }
     }
-    if let error { return sink.stageFailed(error, branch: branch) }
-    sink.stageSucceeded(value.take()!, branch: branch)
   }
 }

@@ -135,6 +135,8 @@ final class CallbackStage: Sendable {
   let label: Label
   /// What modifiers fused onto the stage do with its outcome, in order; usually none.
   let steps: [OutcomeStep]
+  /// Whether a step needs the stage's input and token.
+  let needsContext: Bool
   /// How the function describes itself once modifiers are fused on: `fetch.recover { … }`.
   let described: Shape?
   let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
@@ -147,6 +149,7 @@ final class CallbackStage: Sendable {
     self.shape = shape
     self.label = label
     self.steps = steps
+    needsContext = steps.contains { $0.needsContext }
     self.described = described
     self.body = body
   }

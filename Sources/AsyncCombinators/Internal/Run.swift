@@ -201,11 +201,11 @@ final class Run: StageSink, @unchecked Sendable {
         }
         var completion: StageCompletion
         if let recycled = spare.take() {
-          recycled.recycle(for: stage, token: token, counted: counted)
+          recycled.recycle(for: stage, input: value, token: token, counted: counted)
           completion = recycled
         } else {
           completion = StageCompletion(
-            sink: self, branch: 0, stage: stage, token: token, counted: counted)
+            sink: self, branch: 0, stage: stage, input: value, token: token, counted: counted)
         }
         guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
         else { return }  // The completion, whenever it comes, resumes the loop.
@@ -348,63 +348,62 @@ protocol StageSink: AnyObject, Sendable {
 /// A second call is dropped and reported; a completion released uncalled fails the run with
 /// ``ContractViolation`` (from `deinit`, so it costs nothing on the normal path).
 ///
-/// `stage` and `event` are reassigned only when the driving loop recycles the object for the
-/// next stage, which it does only while it holds the sole reference (`isKnownUniquelyReferenced`
-/// after the stage completed inline): no other thread can then be reading them. That is what
-/// makes the `@unchecked Sendable` safe; `called` is atomic.
+/// `stage`, `traced`, `counted` and the step context are reassigned only when the driving loop
+/// recycles the object for the next stage, which it does only while it holds the sole reference
+/// (`isKnownUniquelyReferenced` after the stage completed inline): no other thread can then be
+/// reading them. That is what makes the `@unchecked Sendable` safe; `called` is atomic.
+///
+/// Its fields are kept to 120 bytes, the most that glibc's allocator serves from its fastest
+/// bins: what only tracing needs lives in a `TracedStage`, made only when a run is traced.
 @usableFromInline
 final class StageCompletion: @unchecked Sendable {
   private let sink: any StageSink
   /// Which branch of a fork-join this stage is; 0 for a stage of a `Run`.
   private let branch: Int
-  private let observer: (any RunObserver)?
-  fileprivate var stage: CallbackStage
+  @exclusivity(unchecked) fileprivate var stage: CallbackStage
   private let called = Atomic<Bool>(false)
-  private var event: StageEvent?
   /// The count of bodies in flight this stage was counted in, left when it calls back or is
   /// released uncalled.
-  private var counted: InFlightWork?
-
-  /// While traced: the handler that ends the stage's event when its run is cancelled.
-  private var cancelWatch: CancellationToken.Registration?
+  @exclusivity(unchecked) private var counted: InFlightWork?
+  /// While traced: the stage's event, and the handler that ends it when the run is cancelled.
+  @exclusivity(unchecked) private var traced: TracedStage?
+  /// The stage's input and token, kept only when a fused step needs them (`finally`, `tap`).
+  /// Two optionals, not an optional pair, so that checking them asks the runtime nothing.
+  @exclusivity(unchecked) private var stepInput: AnyValue?
+  @exclusivity(unchecked) private var stepToken: CancellationToken?
 
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
   init(
-    sink: any StageSink, branch: Int, stage: CallbackStage, token: CancellationToken,
-    counted: InFlightWork?
+    sink: any StageSink, branch: Int, stage: CallbackStage, input: borrowing AnyValue,
+    token: CancellationToken, counted: InFlightWork?
   ) {
     self.sink = sink
     self.branch = branch
     self.stage = stage
-    observer = token.observer
     self.counted = counted
-    if observer != nil { beginEvent(token) }
+    if stage.needsContext {
+      stepInput = copy input
+      stepToken = token
+    }
+    if token.observer != nil { traced = TracedStage.begin(stage, token) }
   }
 
   /// Readies a completion whose previous stage completed and whose closure is gone.
   fileprivate func recycle(
-    for stage: CallbackStage, token: CancellationToken, counted: InFlightWork?
+    for stage: CallbackStage, input: borrowing AnyValue, token: CancellationToken,
+    counted: InFlightWork?
   ) {
     self.stage = stage
     self.counted = counted
-    if observer != nil { beginEvent(token) }
-    called.store(false, ordering: .relaxed)
-  }
-
-  private func beginEvent(_ token: CancellationToken) {
-    guard let observer, let event = StageEvent.begin(stage.shape, observer) else {
-      event = nil
-      return
+    if stage.needsContext {
+      stepInput = copy input
+      stepToken = token
+    } else if stepToken != nil {
+      stepInput = nil
+      stepToken = nil
     }
-    self.event = event
-    cancelWatch = token.onCancel { event.cancelled() }
-  }
-
-  /// Ends the traced event with the stage's own outcome.
-  private func endEvent(_ outcome: StageOutcome) {
-    guard let event else { return }
-    cancelWatch.take()?.remove()
-    event.end(outcome)
+    if token.observer != nil { traced = TracedStage.begin(stage, token) }
+    called.store(false, ordering: .relaxed)
   }
 
   /// Whether the stage has completed, read by the loop once it holds the only reference and
@@ -426,21 +425,32 @@ final class StageCompletion: @unchecked Sendable {
   @usableFromInline
   func succeed(_ value: consuming AnyValue) {
     guard claim() else { return }
-    endEvent(.succeeded)
-    counted?.leave()
+    traced.take()?.end(.succeeded)
     let steps = stage.steps
-    if steps.isEmpty { return sink.stageSucceeded(value, branch: branch) }
-    steps.deliver(value, to: sink, branch: branch)
+    guard !steps.isEmpty else {
+      counted?.leave()
+      return sink.stageSucceeded(value, branch: branch)
+    }
+    // The steps run within the stage's count, as the modifiers' own stages did.
+    var outcome = StepOutcome(value: value, error: nil)
+    withUnsafePointer(to: &stepInput) { steps.apply(to: &outcome, input: $0, token: stepToken) }
+    counted?.leave()
+    outcome.report(to: sink, branch: branch)
   }
 
   @usableFromInline
   func fail(_ error: any Error) {
     guard claim() else { return }
-    endEvent(StageOutcome(error))
-    counted?.leave()
+    traced.take()?.end(StageOutcome(error))
     let steps = stage.steps
-    if steps.isEmpty { return sink.stageFailed(error, branch: branch) }
-    steps.deliver(error, to: sink, branch: branch)
+    guard !steps.isEmpty else {
+      counted?.leave()
+      return sink.stageFailed(error, branch: branch)
+    }
+    var outcome = StepOutcome(value: nil, error: error)
+    withUnsafePointer(to: &stepInput) { steps.apply(to: &outcome, input: $0, token: stepToken) }
+    counted?.leave()
+    outcome.report(to: sink, branch: branch)
   }
 
   func complete(_ result: AnyResult) {
@@ -467,18 +477,50 @@ final class StageCompletion: @unchecked Sendable {
     guard !called.load(ordering: .acquiring) else { return }
     // Off the releasing thread: it may be inside user code that holds its own locks.
     let (sink, branch, steps) = (sink, branch, stage.steps)
+    let (input, token) = (stepInput, stepToken)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
-    let (event, counted) = (event, counted)
-    cancelWatch?.remove()
+    let (traced, counted) = (traced, counted)
+    traced?.stopWatching()
     DispatchQueue.global().async {
+      traced?.end(.failed)
+      // Through the fused steps, as the modifiers' own stages would have seen it.
+      var outcome = StepOutcome(value: nil, error: violation)
+      withUnsafePointer(to: input) { steps.apply(to: &outcome, input: $0, token: token) }
       // Released uncalled: the body is over as far as any limit is concerned. Leaving may
       // start the next waiter's work, which must not run inside the releasing thread either.
       counted?.leave()
-      event?.end(.failed)
-      // Through the fused steps, as the modifiers' own stages would have seen it.
-      steps.deliver(violation, to: sink, branch: branch)
+      outcome.report(to: sink, branch: branch)
     }
   }
+}
+
+/// A traced callback stage's event, and the handler that ends it when its run is cancelled.
+///
+/// `cancelWatch` is written once, when the stage begins and before its body runs, and taken
+/// when the stage ends, after its completion has claimed the call: the body's hand-off of the
+/// completion orders the two, which is what makes the `@unchecked Sendable` safe.
+final class TracedStage: @unchecked Sendable {
+  private let event: StageEvent
+  private var cancelWatch: CancellationToken.Registration?
+
+  private init(_ event: StageEvent) { self.event = event }
+
+  static func begin(_ stage: CallbackStage, _ token: CancellationToken) -> TracedStage? {
+    guard let observer = token.observer,
+      let event = StageEvent.begin(stage.shape, observer)
+    else { return nil }
+    let traced = TracedStage(event)
+    traced.cancelWatch = token.onCancel { event.cancelled() }
+    return traced
+  }
+
+  /// Ends the event with the stage's own outcome.
+  func end(_ outcome: StageOutcome) {
+    stopWatching()
+    event.end(outcome)
+  }
+
+  func stopWatching() { cancelWatch.take()?.remove() }
 }
 
 /// A cheap identity for the current thread; never 0.
