@@ -191,3 +191,67 @@ import Testing
     #expect(message.contains("RetryTests.swift"))
   }
 }
+
+/// `retry` of one callback stage is fused into that stage's completion: the first attempt
+/// costs nothing more, and a failure worth retrying hands the rest to a loop. Steps fused
+/// before the retry belong to every attempt; steps after it see the whole outcome once.
+@Suite struct FusedRetryTests {
+  private typealias Flaky = RetryTests.Flaky
+
+  @Test func a_single_callback_stage_takes_the_retry_into_its_own_completion() async throws {
+    let flaky = Flaky(failures: 1)
+    let retried = flaky.function.retry(2)
+    guard case .callback(let stage) = retried.program else {
+      Issue.record("retry of a callback stage was not fused: \(retried.program.shape)")
+      return
+    }
+    #expect(stage.steps.count == 1)
+    #expect("\(retried)" == "flaky.retry(2)")
+    #expect(try await retried("ok") == "ok")
+    #expect(flaky.count == 2)
+  }
+
+  @Test func a_recover_before_the_retry_belongs_to_each_attempt() async throws {
+    let flaky = Flaky(failures: .max)
+    let recovered = flaky.function.recover { _ in "recovered" }.retry(2)
+    #expect(try await recovered("x") == "recovered")
+    #expect(flaky.count == 1)  // The first attempt recovered: nothing to retry.
+  }
+
+  @Test func steps_after_the_retry_see_the_last_attempts_outcome_once() async throws {
+    let flaky = Flaky(failures: .max)
+    let seen = Recorder<String>()
+    let whole = flaky.function.retry(2)
+      .tap { input, result in seen.record("\(input) \((result.failure as? TestError)?.id ?? 0)") }
+      .recover { ($0 as? TestError).map { "gave up after \($0.id)" } ?? "?" }
+    #expect(try await whole("x") == "gave up after 3")
+    #expect(flaky.count == 3)
+    #expect(seen.all == ["x 3"])
+  }
+
+  @Test func a_retry_of_a_retry_multiplies_the_attempts() async {
+    let flaky = Flaky(failures: .max)
+    let result = await runToCompletion(flaky.function.retry(1).retry(1), "x")
+    #expect(result.failure as? TestError == TestError(4))
+    #expect(flaky.count == 4)
+  }
+
+  @Test func a_cleanup_after_the_retry_runs_once_when_the_attempts_are_over() async throws {
+    let flaky = Flaky(failures: 2)
+    let cleanups = Tally()
+    let whole = flaky.function.retry(3).finally { _ in cleanups.add() }
+    #expect(try await whole("ok") == "ok")
+    #expect(flaky.count == 3)
+    #expect(cleanups.value == 1)
+  }
+
+  @Test func a_completion_released_uncalled_is_retried_like_any_failure() async throws {
+    let attempts = Tally()
+    let forgetfulOnce = AsyncFunc<Int, Int>(name: "fused.retry.forgetful") { x, complete in
+      attempts.add()
+      if attempts.value > 1 { complete(.success(x)) }
+    }
+    #expect(try await forgetfulOnce.retry(1)(5) == 5)
+    #expect(attempts.value == 2)
+  }
+}

@@ -17,12 +17,16 @@ enum OutcomeStep: Sendable {
   case tap(@Sendable (AnyValue, AnyResult) -> Void)
   /// `finally` with a synchronous cleanup: it runs with the input unless the run is cancelled.
   case finally(DirectStage)
+  /// `retry`: a failure worth another attempt hands the rest of the run to a `RetryLoop`,
+  /// which runs `attempt` (this stage with the steps before this one) until one succeeds or
+  /// the policy gives up. The first attempt, the one that usually succeeds, costs nothing more.
+  case retry(RetryPolicy, attempt: CallbackStage)
 
   /// Whether the step needs the stage's input and token, which its completion then keeps.
   var needsContext: Bool {
     switch self {
     case .recover, .settle: false
-    case .tap, .finally: true
+    case .tap, .finally, .retry: true
     }
   }
 }
@@ -64,10 +68,11 @@ extension [OutcomeStep] {
   ///   - input: The stage's input, read only by a step that needs it (the completion keeps it
   ///     whenever one does): behind a pointer, so that the steps that need nothing copy nothing.
   ///   - token: The stage's token, kept whenever a step needs it.
+  /// - Returns: What a `retry` step hands over instead of an outcome to report, if it does.
   func apply(
     to outcome: inout StepOutcome, input: UnsafePointer<AnyValue?>, token: CancellationToken?
-  ) {
-    for step in self {
+  ) -> RetryHandOver? {
+    for (index, step) in enumerated() {
       switch step {
       case .recover(let transform):
         guard let failure = outcome.error, !(failure is CancellationError) else { continue }
@@ -108,7 +113,36 @@ extension [OutcomeStep] {
           // The stage's own failure wins over the cleanup's.
           outcome.failUnlessFailed(error)
         }
+      case .retry(let policy, let attempt):
+        guard let error = outcome.error else { continue }
+        let failure = Result<AnyValue, any Error>.failure(error)
+        switch policy.step(after: failure, attempt: 1, isCancelled: token!.isCancelled) {
+        case .finish(let result):
+          if case .failure(let error) = result { outcome.error = error }
+        case .retry(after: let wait):
+          return RetryHandOver(
+            policy: policy, attempt: attempt, after: Array(self[(index + 1)...]), wait: wait)
+        }
       }
     }
+    return nil
+  }
+}
+
+/// The rest of a run whose first attempt failed in a fused `retry` step: the attempts left,
+/// then the steps after the retry.
+struct RetryHandOver {
+  let policy: RetryPolicy
+  let attempt: CallbackStage
+  let after: [OutcomeStep]
+  let wait: Duration
+
+  /// Starts the retries, which report to `sink` as the first attempt's completion would have.
+  func start(input: AnyValue, token: CancellationToken, sink: any StageSink, branch: Int) {
+    RetryLoop(
+      .callback(attempt), input: input, token: token, policy: policy,
+      report: StageReport(sink: sink, branch: branch, counted: nil), after: after,
+      attemptsMade: 1
+    ).retry(after: wait)
   }
 }

@@ -25,20 +25,36 @@ final class RetryLoop: StageSink {
   private let token: CancellationToken
   private let policy: RetryPolicy
   private let report: StageReport
-  private let state = Locked(State())
+  /// The steps fused after a `retry` step, which the whole outcome goes through.
+  private let after: [OutcomeStep]
+  private let state: Locked<State>
 
+  /// - Parameters:
+  ///   - after: Fused steps the last attempt's outcome goes through before it is reported.
+  ///   - attemptsMade: Attempts already over: 1 when a fused step hands over its failure.
   init(
     _ inner: Program, input: AnyValue, token: CancellationToken, policy: RetryPolicy,
-    report: StageReport
+    report: StageReport, after: [OutcomeStep] = [], attemptsMade: Int = 0
   ) {
     self.inner = inner
     self.input = input
     self.token = token
     self.policy = policy
     self.report = report
+    self.after = after
+    state = Locked(State(attempts: attemptsMade))
   }
 
   func start() { startAttempt() }
+
+  /// Starts the next attempt after `wait`, as when an attempt of this loop has failed.
+  func retry(after wait: Duration) {
+    if wait > .zero {
+      policy.clock.after(wait, token) { self.startAttempt() }
+    } else {
+      startAttempt()
+    }
+  }
 
   private func startAttempt() {
     let enter = state.withLock { state in
@@ -75,17 +91,28 @@ final class RetryLoop: StageSink {
       return state.attempts
     }
     switch policy.step(after: result, attempt: attempt, isCancelled: token.isCancelled) {
-    case .finish(.success(let value)):
-      report.succeed(value)
-    case .finish(.failure(let error)):
-      report.fail(error)
+    case .finish(let result):
+      finish(result)
     case .retry(after: let wait):
-      if wait > .zero {
-        policy.clock.after(wait, token) { self.startAttempt() }
-      } else {
-        startAttempt()
-      }
+      retry(after: wait)
     }
+  }
+
+  private func finish(_ result: AnyResult) {
+    guard !after.isEmpty else { return report.complete(result) }
+    var outcome: StepOutcome
+    switch result {
+    case .success(let value): outcome = StepOutcome(value: value, error: nil)
+    case .failure(let error): outcome = StepOutcome(value: nil, error: error)
+    }
+    let handOver = withUnsafePointer(to: Optional(input)) {
+      after.apply(to: &outcome, input: $0, token: token)
+    }
+    report.counted?.leave()
+    if let handOver {
+      return handOver.start(input: input, token: token, sink: report.sink, branch: report.branch)
+    }
+    outcome.report(to: report.sink, branch: report.branch)
   }
 }
 
@@ -98,6 +125,7 @@ enum RetryStep<Output> {
 }
 
 /// When and how often `retry` tries again.
+@usableFromInline
 struct RetryPolicy: Sendable {
   let times: Int
   let delay: Duration

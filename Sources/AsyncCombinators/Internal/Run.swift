@@ -433,8 +433,13 @@ final class StageCompletion: @unchecked Sendable {
     }
     // The steps run within the stage's count, as the modifiers' own stages did.
     var outcome = StepOutcome(value: value, error: nil)
-    withUnsafePointer(to: &stepInput) { steps.apply(to: &outcome, input: $0, token: stepToken) }
+    let handOver = withUnsafePointer(to: &stepInput) {
+      steps.apply(to: &outcome, input: $0, token: stepToken)
+    }
     counted?.leave()
+    if let handOver {
+      return handOver.start(input: stepInput!, token: stepToken!, sink: sink, branch: branch)
+    }
     outcome.report(to: sink, branch: branch)
   }
 
@@ -448,8 +453,13 @@ final class StageCompletion: @unchecked Sendable {
       return sink.stageFailed(error, branch: branch)
     }
     var outcome = StepOutcome(value: nil, error: error)
-    withUnsafePointer(to: &stepInput) { steps.apply(to: &outcome, input: $0, token: stepToken) }
+    let handOver = withUnsafePointer(to: &stepInput) {
+      steps.apply(to: &outcome, input: $0, token: stepToken)
+    }
     counted?.leave()
+    if let handOver {
+      return handOver.start(input: stepInput!, token: stepToken!, sink: sink, branch: branch)
+    }
     outcome.report(to: sink, branch: branch)
   }
 
@@ -485,10 +495,15 @@ final class StageCompletion: @unchecked Sendable {
       traced?.end(.failed)
       // Through the fused steps, as the modifiers' own stages would have seen it.
       var outcome = StepOutcome(value: nil, error: violation)
-      withUnsafePointer(to: input) { steps.apply(to: &outcome, input: $0, token: token) }
+      let handOver = withUnsafePointer(to: input) {
+        steps.apply(to: &outcome, input: $0, token: token)
+      }
       // Released uncalled: the body is over as far as any limit is concerned. Leaving may
       // start the next waiter's work, which must not run inside the releasing thread either.
       counted?.leave()
+      if let handOver {
+        return handOver.start(input: input!, token: token!, sink: sink, branch: branch)
+      }
       outcome.report(to: sink, branch: branch)
     }
   }
