@@ -69,3 +69,92 @@ import Testing
     #expect("\(show.on(HeldPerformer()))" == "show.on(HeldPerformer)")
   }
 }
+
+/// `on` of one callback stage is fused into that stage's completion, which makes the hop in a
+/// block that captures it alone.
+@Suite struct FusedOnTests {
+  private typealias HeldPerformer = PerformersTests.HeldPerformer
+
+  /// A callback stage that reports whether it ran on `queue`, from another queue.
+  private func reportsQueue(_ key: DispatchSpecificKey<String>) -> AsyncFunc<Int, String?> {
+    AsyncFunc(name: "where") { _, complete in
+      let here = DispatchQueue.getSpecific(key: key)
+      testQueue().async { complete(.success(here)) }
+    }
+  }
+
+  @Test func a_callback_stage_on_a_queue_starts_its_body_there() async throws {
+    let key = DispatchSpecificKey<String>()
+    let queue = DispatchQueue(label: "fused.context")
+    queue.setSpecific(key: key, value: "fused.context")
+    let onQueue = reportsQueue(key).on(queue)
+    guard case .callback(let stage) = onQueue.program else {
+      Issue.record("on of a callback stage was not fused: \(onQueue.program.shape)")
+      return
+    }
+    #expect(stage.performer != nil)
+    #expect("\(onQueue)" == "where.on(fused.context)")
+    #expect(try await onQueue(0) == "fused.context")
+  }
+
+  @Test func a_cancelled_run_never_starts_the_body_of_a_callback_stage() async {
+    let performer = HeldPerformer()
+    let parking = Parking<Int, Int>()
+    let done = Gate()
+    let token = parking.function.on(performer).run(1) { result in
+      #expect(result.failure is CancellationError)
+      done.open()
+    }
+    await performer.arrived.wait()
+    token.cancel()
+    performer.runAll()
+    await done.wait()
+    #expect(parking.started == 0)
+  }
+
+  @Test func a_traced_stage_starts_when_the_performer_runs_it_not_while_it_waits() async throws {
+    final class Starts: RunObserver {
+      let names = Recorder<String>()
+      func stageStarted(_ stage: StageRecord) { names.record(stage.name) }
+      func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
+    }
+    let performer = HeldPerformer()
+    let starts = Starts()
+    let fetch = AsyncFunc<Int, Int>(name: "fetch") { x, complete in complete(.success(x)) }
+    let done = Gate()
+    fetch.on(performer).run(1, token: CancellationToken(observer: starts)) { _ in done.open() }
+    await performer.arrived.wait()
+    #expect(starts.names.all.isEmpty)
+    performer.runAll()
+    await done.wait()
+    #expect(starts.names.all == ["fetch"])
+  }
+
+  @Test func the_outer_of_two_performers_comes_first() async throws {
+    let key = DispatchSpecificKey<String>()
+    let inner = DispatchQueue(label: "inner")
+    inner.setSpecific(key: key, value: "inner")
+    let outer = HeldPerformer()
+    let twice = reportsQueue(key).on(inner).on(outer)
+    #expect("\(twice)" == "where.on(inner).on(HeldPerformer)")
+    let task = Task { try await twice(0) }
+    await outer.arrived.wait()
+    outer.runAll()
+    #expect(try await task.value == "inner")
+  }
+
+  @Test func a_retry_of_a_hopping_stage_hops_on_every_attempt() async throws {
+    let key = DispatchSpecificKey<String>()
+    let queue = DispatchQueue(label: "fused.retry")
+    queue.setSpecific(key: key, value: "fused.retry")
+    let places = Recorder<String?>()
+    let attempts = Tally()
+    let flaky = AsyncFunc<Int, Int>(name: "flaky") { x, complete in
+      places.record(DispatchQueue.getSpecific(key: key))
+      attempts.add()
+      complete(attempts.value < 3 ? .failure(TestError(0)) : .success(x))
+    }
+    #expect(try await flaky.on(queue).retry(2)(1) == 1)
+    #expect(places.all == ["fused.retry", "fused.retry", "fused.retry"])
+  }
+}

@@ -19,7 +19,7 @@ extension Program {
       }
       let completion = StageCompletion(
         sink: sink, branch: branch, stage: stage, input: input, token: token, counted: counted)
-      stage.body(input, token, completion)
+      stage.begin(input, token, completion)
     case .modifier(let stage):
       let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
       if token.isCancelled {
@@ -42,7 +42,7 @@ extension Program {
       let completion = StageCompletion(
         sink: report.sink, branch: report.branch, stage: stage, input: input, token: token,
         counted: report.counted)
-      stage.body(input, token, completion)
+      stage.begin(input, token, completion)
     case .modifier(let stage):
       if token.isCancelled { return report.fail(CancellationError()) }
       stage.body(input, token, report)

@@ -57,7 +57,17 @@ extension CallbackStage {
   @usableFromInline
   func adding(_ step: OutcomeStep, shape: Shape) -> CallbackStage {
     CallbackStage(
-      shape: self.shape, label: label, steps: steps + [step], described: shape, body: body)
+      shape: self.shape, label: label, steps: steps + [step], performer: performer,
+      described: shape, body: body)
+  }
+
+  /// This stage started on `performer`, described as `shape`; `nil` if it has a performer
+  /// already (the outer hop would come first, which one field cannot say).
+  func starting(on performer: some BlockPerformer, shape: Shape) -> CallbackStage? {
+    guard self.performer == nil else { return nil }
+    return CallbackStage(
+      shape: self.shape, label: label, steps: steps, performer: performer, described: shape,
+      body: body)
   }
 }
 

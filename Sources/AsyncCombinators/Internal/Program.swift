@@ -137,21 +137,34 @@ final class CallbackStage: Sendable {
   let steps: [OutcomeStep]
   /// Whether a step needs the stage's input and token.
   let needsContext: Bool
+  /// Where the body starts, when `on(_:)` is fused on: the completion makes the hop.
+  let performer: (any BlockPerformer)?
   /// How the function describes itself once modifiers are fused on: `fetch.recover { … }`.
   let described: Shape?
   let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
 
   @usableFromInline
   init(
-    shape: Shape, label: Label, steps: [OutcomeStep] = [], described: Shape? = nil,
+    shape: Shape, label: Label, steps: [OutcomeStep] = [], performer: (any BlockPerformer)? = nil,
+    described: Shape? = nil,
     body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
   ) {
     self.shape = shape
     self.label = label
     self.steps = steps
-    needsContext = steps.contains { $0.needsContext }
+    self.performer = performer
+    needsContext = performer != nil || steps.contains { $0.needsContext }
     self.described = described
     self.body = body
+  }
+
+  /// Starts the body with `completion`, on the performer when there is one.
+  @inline(__always)
+  func begin(_ input: AnyValue, _ token: CancellationToken, _ completion: StageCompletion) {
+    guard let performer else { return body(input, token, completion) }
+    // The block captures the completion alone, which costs no allocation of its own: the
+    // input and token wait in the completion.
+    performer.perform { completion.startOnPerformer() }
   }
 }
 

@@ -207,7 +207,7 @@ final class Run: StageSink, @unchecked Sendable {
           completion = StageCompletion(
             sink: self, branch: 0, stage: stage, input: value, token: token, counted: counted)
         }
-        guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
+        guard let outcome = call(parking: &position, { stage.begin(value, token, completion) })
         else { return }  // The completion, whenever it comes, resumes the loop.
         // If the user's copy of the closure is gone too, reuse the object for the next stage.
         if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
@@ -385,7 +385,7 @@ final class StageCompletion: @unchecked Sendable {
       stepInput = copy input
       stepToken = token
     }
-    if token.observer != nil { traced = TracedStage.begin(stage, token) }
+    if token.observer != nil && stage.performer == nil { traced = TracedStage.begin(stage, token) }
   }
 
   /// Readies a completion whose previous stage completed and whose closure is gone.
@@ -402,8 +402,17 @@ final class StageCompletion: @unchecked Sendable {
       stepInput = nil
       stepToken = nil
     }
-    if token.observer != nil { traced = TracedStage.begin(stage, token) }
+    if token.observer != nil && stage.performer == nil { traced = TracedStage.begin(stage, token) }
     called.store(false, ordering: .relaxed)
+  }
+
+  /// The body's start on the stage's performer. A run cancelled before the performer got to
+  /// it never starts; a traced stage's event begins here, not while it waited for the hop.
+  func startOnPerformer() {
+    let token = stepToken!
+    if token.isCancelled { return fail(CancellationError()) }
+    if token.observer != nil { traced = TracedStage.begin(stage, token) }
+    stage.body(stepInput!, token, self)
   }
 
   /// Whether the stage has completed, read by the loop once it holds the only reference and
