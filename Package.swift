@@ -13,7 +13,8 @@ let package = Package(
     .target(name: "AsyncCombinatorsTesting", dependencies: ["AsyncCombinators"]),
     .target(name: "TourScenarios", dependencies: ["AsyncCombinators"]),
     .executableTarget(name: "Tour", dependencies: ["TourScenarios"]),
-    .executableTarget(name: "Benchmarks", dependencies: ["AsyncCombinators"]),
+    .executableTarget(
+      name: "Benchmarks", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),
     .testTarget(
       name: "AsyncCombinatorsTests", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),
     .testTarget(name: "TourTests", dependencies: ["TourScenarios", "AsyncCombinators"]),

@@ -1,3 +1,4 @@
+import AsyncCombinatorsTesting
 import Dispatch
 import Foundation
 
@@ -5,13 +6,19 @@ import Foundation
 /// returns each one's median in nanoseconds.
 ///
 /// Medians, not means: the machines are shared, and one descheduled run should not move the
-/// figure. Interleaving puts a noisy neighbour on both sides of the ratio, not one.
+/// figure. Interleaving puts a noisy neighbour on both sides of the ratio, not one. Each round
+/// after the first goes in a shuffled order (the same in every process): a contender that
+/// leaves Dispatch's threads awake, or the allocator's bins full, would otherwise always hand
+/// that state to the same neighbour.
 func medianNanoseconds(repetitions: Int = 7, _ contenders: [() -> Void]) -> [Double] {
   var samples = Array(repeating: [UInt64](), count: contenders.count)
-  for _ in 0..<repetitions {
-    for (index, body) in contenders.enumerated() {
+  var order = Array(contenders.indices)
+  var random = SplitMix64(seed: 0x5EED)
+  for round in 0..<repetitions {
+    if round > 0 { order.shuffle(using: &random) }
+    for index in order {
       let start = DispatchTime.now().uptimeNanoseconds
-      body()
+      contenders[index]()
       samples[index].append(DispatchTime.now().uptimeNanoseconds - start)
     }
   }

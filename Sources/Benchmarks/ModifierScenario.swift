@@ -9,7 +9,7 @@ import Synchronization
 /// `f.<modifier>.concurrentMap()` against the plain `f.concurrentMap()` in the same run,
 /// interleaved; the scale rows double the width twice over and report the per-element figure
 /// at each width, so a cost that grows with the number of siblings shows as a growth ratio.
-func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions: Int = 5) {
+func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions: Int = 7) {
   let f = AsyncFunc<Int, Int>(name: "f") { x, complete in
     DispatchQueue.global().async { complete(.success(x &+ 1)) }
   }
