@@ -18,7 +18,8 @@ extension Program {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
       let completion = StageCompletion(
-        sink: sink, branch: branch, stage: stage, input: input, token: token, counted: counted)
+        sink: sink, branch: branch, stage: stage, token: token, counted: counted)
+      if stage.needsContext { completion.keep(input, token) }
       stage.begin(input, token, completion)
     case .modifier(let stage):
       let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
@@ -40,8 +41,9 @@ extension Program {
     case .callback(let stage):
       if token.isCancelled { return report.fail(CancellationError()) }
       let completion = StageCompletion(
-        sink: report.sink, branch: report.branch, stage: stage, input: input, token: token,
+        sink: report.sink, branch: report.branch, stage: stage, token: token,
         counted: report.counted)
+      if stage.needsContext { completion.keep(input, token) }
       stage.begin(input, token, completion)
     case .modifier(let stage):
       if token.isCancelled { return report.fail(CancellationError()) }

@@ -139,6 +139,9 @@ final class CallbackStage: Sendable {
   let needsContext: Bool
   /// Where the body starts, when `on(_:)` is fused on: the completion makes the hop.
   let performer: (any BlockPerformer)?
+  /// Whether there is a performer: read on every start, where unwrapping the existential
+  /// would copy it.
+  let hopsFirst: Bool
   /// How the function describes itself once modifiers are fused on: `fetch.recover { … }`.
   let described: Shape?
   let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
@@ -153,7 +156,8 @@ final class CallbackStage: Sendable {
     self.label = label
     self.steps = steps
     self.performer = performer
-    needsContext = performer != nil || steps.contains { $0.needsContext }
+    hopsFirst = performer != nil
+    needsContext = hopsFirst || steps.contains { $0.needsContext }
     self.described = described
     self.body = body
   }
@@ -161,10 +165,16 @@ final class CallbackStage: Sendable {
   /// Starts the body with `completion`, on the performer when there is one.
   @inline(__always)
   func begin(_ input: AnyValue, _ token: CancellationToken, _ completion: StageCompletion) {
-    guard let performer else { return body(input, token, completion) }
+    guard hopsFirst else { return body(input, token, completion) }
+    hop(completion)
+  }
+
+  /// Hands the start of the body to the performer.
+  @inline(never)
+  func hop(_ completion: StageCompletion) {
     // The block captures the completion alone, which costs no allocation of its own: the
     // input and token wait in the completion.
-    performer.perform { completion.startOnPerformer() }
+    performer!.perform { completion.startOnPerformer() }
   }
 }
 

@@ -201,13 +201,22 @@ final class Run: StageSink, @unchecked Sendable {
         }
         var completion: StageCompletion
         if let recycled = spare.take() {
-          recycled.recycle(for: stage, input: value, token: token, counted: counted)
+          recycled.recycle(for: stage, token: token, counted: counted)
           completion = recycled
         } else {
           completion = StageCompletion(
-            sink: self, branch: 0, stage: stage, input: value, token: token, counted: counted)
+            sink: self, branch: 0, stage: stage, token: token, counted: counted)
         }
-        guard let outcome = call(parking: &position, { stage.begin(value, token, completion) })
+        if stage.needsContext { completion.keep(value, token) }
+        // Not `stage.begin`: with the hop's call beside the body's, the optimizer copied
+        // `value` for every stage.
+        guard
+          let outcome = call(
+            parking: &position,
+            {
+              if stage.hopsFirst { return stage.hop(completion) }
+              stage.body(value, token, completion)
+            })
         else { return }  // The completion, whenever it comes, resumes the loop.
         // If the user's copy of the closure is gone too, reuse the object for the next stage.
         if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
@@ -373,36 +382,37 @@ final class StageCompletion: @unchecked Sendable {
   @exclusivity(unchecked) private var stepToken: CancellationToken?
 
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
+  ///
+  /// A stage that ``CallbackStage/needsContext`` must then be given its input with
+  /// ``keep(_:_:)`` before it starts: asked for here, every stage's input would be copied.
   init(
-    sink: any StageSink, branch: Int, stage: CallbackStage, input: borrowing AnyValue,
-    token: CancellationToken, counted: InFlightWork?
+    sink: any StageSink, branch: Int, stage: CallbackStage, token: CancellationToken,
+    counted: InFlightWork?
   ) {
     self.sink = sink
     self.branch = branch
     self.stage = stage
     self.counted = counted
-    if stage.needsContext {
-      stepInput = copy input
-      stepToken = token
-    }
-    if token.observer != nil && stage.performer == nil { traced = TracedStage.begin(stage, token) }
+    if token.observer != nil && !stage.hopsFirst { traced = TracedStage.begin(stage, token) }
+  }
+
+  /// Keeps the stage's input and token for the steps that need them, and for the hop.
+  func keep(_ input: AnyValue, _ token: CancellationToken) {
+    stepInput = input
+    stepToken = token
   }
 
   /// Readies a completion whose previous stage completed and whose closure is gone.
   fileprivate func recycle(
-    for stage: CallbackStage, input: borrowing AnyValue, token: CancellationToken,
-    counted: InFlightWork?
+    for stage: CallbackStage, token: CancellationToken, counted: InFlightWork?
   ) {
     self.stage = stage
     self.counted = counted
-    if stage.needsContext {
-      stepInput = copy input
-      stepToken = token
-    } else if stepToken != nil {
+    if stepToken != nil {
       stepInput = nil
       stepToken = nil
     }
-    if token.observer != nil && stage.performer == nil { traced = TracedStage.begin(stage, token) }
+    if token.observer != nil && !stage.hopsFirst { traced = TracedStage.begin(stage, token) }
     called.store(false, ordering: .relaxed)
   }
 
@@ -435,11 +445,11 @@ final class StageCompletion: @unchecked Sendable {
   func succeed(_ value: consuming AnyValue) {
     guard claim() else { return }
     traced.take()?.end(.succeeded)
-    let steps = stage.steps
-    guard !steps.isEmpty else {
+    guard !stage.steps.isEmpty else {
       counted?.leave()
       return sink.stageSucceeded(value, branch: branch)
     }
+    let steps = stage.steps
     // The steps run within the stage's count, as the modifiers' own stages did.
     var outcome = StepOutcome(value: value, error: nil)
     let handOver = withUnsafePointer(to: &stepInput) {
@@ -456,11 +466,11 @@ final class StageCompletion: @unchecked Sendable {
   func fail(_ error: any Error) {
     guard claim() else { return }
     traced.take()?.end(StageOutcome(error))
-    let steps = stage.steps
-    guard !steps.isEmpty else {
+    guard !stage.steps.isEmpty else {
       counted?.leave()
       return sink.stageFailed(error, branch: branch)
     }
+    let steps = stage.steps
     var outcome = StepOutcome(value: nil, error: error)
     let handOver = withUnsafePointer(to: &stepInput) {
       steps.apply(to: &outcome, input: $0, token: stepToken)
