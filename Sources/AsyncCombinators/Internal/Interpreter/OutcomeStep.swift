@@ -1,10 +1,11 @@
 /// A synchronous step that a modifier adds to the end of a callback stage, in place of a
 /// stage of its own: it sees the stage's outcome before the stage's sink does.
 ///
-/// `f.recover { … }`, `f.settled()`, `f.tap { … }` and `f.finally { … }` of a single callback
-/// stage are that stage with a step more, so a run of them costs the stage's own completion
-/// and nothing else: no sink object per run, no second count of work in flight, no second
-/// report. The steps are built once, with the function; running them allocates nothing.
+/// `f.recover { … }`, `f.settled()`, `f.tap { … }`, `f.finally { … }` and `f.retry(n)` of a
+/// single callback stage are that stage with a step more, so a run of them costs the stage's
+/// own completion and nothing else: no sink object per run, no second count of work in flight,
+/// no second report. The steps are built once, with the function; running them allocates
+/// nothing. (`f.on(q)` is fused too, as the stage's `performer`: its completion makes the hop.)
 @usableFromInline
 enum OutcomeStep: Sendable {
   /// `recover`: a failure other than cancellation goes through the transform.
