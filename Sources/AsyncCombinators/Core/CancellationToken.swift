@@ -22,7 +22,13 @@ public protocol Cancellable: Sendable {
 /// token.cancel()
 /// // prints stopped   (once)
 /// ```
-public final class CancellationToken: Cancellable {
+///
+/// Not `final` only so that the library's own per-run objects can be the token their inner run
+/// is given (a `timeout` race is the token it cancels when time runs out), which spares them an
+/// allocation; it is not `open`, so nothing outside the library can subclass it, and every
+/// member is `final`. All its mutable state is behind `state`'s lock or atomic, which is what
+/// makes the `@unchecked Sendable` safe.
+public class CancellationToken: Cancellable, @unchecked Sendable {
   /// The registered handlers, in a slab: a registration names its entry by index, so adding
   /// and removing one is O(1) however many others there are (a fold's elements all register
   /// on one token). Freed entries form a list through `nextFree` and are reused.
@@ -81,7 +87,8 @@ public final class CancellationToken: Cancellable {
     inFlight = nil
   }
 
-  private init(parent: CancellationToken, inFlight: InFlightWork?) {
+  /// A child of `parent`, as ``makeChild(counting:)`` makes, for a subclass to be.
+  init(parent: CancellationToken, inFlight: InFlightWork?) {
     self.parent = parent
     observer = parent.observer
     self.inFlight = inFlight
@@ -90,7 +97,7 @@ public final class CancellationToken: Cancellable {
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
   ///
   /// - Complexity: O(*d*) for a token nested *d* deep in the operations of its run; a handful.
-  public var isCancelled: Bool {
+  public final var isCancelled: Bool {
     if flag.load(ordering: .acquiring) { return true }
     // Every token holds its parent, and this one is alive while it is read, so the walk up
     // needs no references of its own: a retain and a release per ancestor, on every stage
@@ -107,7 +114,7 @@ public final class CancellationToken: Cancellable {
   }
 
   /// Whether this token itself has been cancelled (its handlers taken), whatever its parent.
-  var hasRunItsHandlers: Bool { flag.load(ordering: .acquiring) }
+  final var hasRunItsHandlers: Bool { flag.load(ordering: .acquiring) }
 
   /// Cancels the run: the handlers registered so far run once, on the calling thread.
   ///
@@ -116,7 +123,7 @@ public final class CancellationToken: Cancellable {
   /// start never starts.
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
-  public func cancel() {
+  public final func cancel() {
     // The entries themselves are taken, not their closures: an array of closures would wrap
     // each one in a thunk of its own.
     let (entries, link) = state.withLock { state -> ([Entry], Registration?) in
@@ -153,7 +160,7 @@ public final class CancellationToken: Cancellable {
   /// - Returns: A registration whose ``Registration/remove()`` unregisters the handler.
   /// - Complexity: O(1), amortized.
   @discardableResult
-  public func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration {
+  public final func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration {
     if isCancelled {
       handler()
       return Registration(token: nil, index: 0, id: 0)
@@ -227,10 +234,10 @@ public final class CancellationToken: Cancellable {
   }
 
   /// The number of handlers registered and neither run nor removed; for tests.
-  var registrationCount: Int { state.withLock { $0.live } }
+  final var registrationCount: Int { state.withLock { $0.live } }
 
   /// How many entries all removals so far have examined; for tests.
-  var entriesExaminedByRemovals: Int { state.withLock { $0.entriesExamined } }
+  final var entriesExaminedByRemovals: Int { state.withLock { $0.entriesExamined } }
 
   /// Registers on the parent the handler that forwards its cancellation to this child.
   private func linkToParent() {
@@ -264,7 +271,7 @@ public final class CancellationToken: Cancellable {
   ///   of this token's.
   /// - Returns: The child, and its link: remove the link once the child's work is done, so
   ///   the parent stops holding the child's handlers.
-  func makeChild(counting inFlight: InFlightWork? = nil) -> (
+  final func makeChild(counting inFlight: InFlightWork? = nil) -> (
     child: CancellationToken, link: Registration
   ) {
     let child = CancellationToken(parent: self, inFlight: inFlight ?? self.inFlight)
@@ -274,7 +281,7 @@ public final class CancellationToken: Cancellable {
 
 extension CancellationToken: CustomStringConvertible {
   /// `CancellationToken(cancelled)` or `CancellationToken(active)`.
-  public var description: String {
+  public final var description: String {
     isCancelled ? "CancellationToken(cancelled)" : "CancellationToken(active)"
   }
 }

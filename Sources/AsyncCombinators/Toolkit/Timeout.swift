@@ -54,11 +54,10 @@ extension AsyncFunc {
     let timers = TimerClock(clock)
     let nanoseconds = OneShotTimer.nanoseconds(duration)
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
-      let child = token.makeChild().child
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = timers.deadline(after: duration, inNanoseconds: nanoseconds)
-      let race = TimeoutRace(report, child, duration)
-      inner.start(input, token: child, sink: race)
+      let race = TimeoutRace(report, childOf: token, duration)
+      inner.start(input, token: race, sink: race)
       race.arm(deadline, run: token)
     }
   }
@@ -67,11 +66,15 @@ extension AsyncFunc {
 /// Where a `timeout` stage's inner function reports, racing its timer: whichever comes first
 /// completes the stage and cancels the other (the inner run, or the timer).
 ///
-/// On the default clock this one object is the whole of the timeout's bookkeeping: the shared
+/// On the default clock this one object is the whole of the timeout's bookkeeping: it is the
+/// child token the inner run is given, which it cancels once the race is decided; the shared
 /// timer's closure and the run's cancellation handler each capture it alone (a closure with
 /// one object captured needs no allocation of its own), and it removes both itself. Other
-/// clocks arm their timer on the child token, which cancelling it stops.
-private final class TimeoutRace: StageSink {
+/// clocks arm their timer on it as a token, which cancelling it stops.
+///
+/// `State` is behind its lock, and the rest are `let`s: that, and the token's own guarantee,
+/// make the `@unchecked Sendable` safe.
+private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendable {
   private struct State {
     /// The result or the timer has won.
     var isDecided = false
@@ -82,30 +85,29 @@ private final class TimeoutRace: StageSink {
   }
 
   private let report: StageReport
-  /// The inner run's token: cancelled once the race is decided, which stops the inner run if
-  /// the timer won (and a timer armed on it, on a clock other than the default).
-  private let child: CancellationToken
   /// The timeout, for its error.
   private let duration: Duration
-  private let state = Locked(State())
+  private let race = Locked(State())
 
-  init(_ report: StageReport, _ child: CancellationToken, _ duration: Duration) {
+  /// As a token, a child of `run`: cancelled once the race is decided, which stops the inner
+  /// run if the timer won (and a timer armed on it, on a clock other than the default).
+  init(_ report: StageReport, childOf run: CancellationToken, _ duration: Duration) {
     self.report = report
-    self.child = child
     self.duration = duration
+    super.init(parent: run, inFlight: run.inFlight)
   }
 
   /// Starts the timer, unless a result arrived while the inner run started.
   func arm(_ deadline: TimerDeadline, run token: CancellationToken) {
-    guard !state.withLock({ $0.isDecided }) else { return }
+    guard !race.withLock({ $0.isDecided }) else { return }
     guard let due = deadline.dispatchTime else {
-      return deadline.arm(token: child) { self.expire() }
+      return deadline.arm(token: self) { self.expire() }
     }
     // Both are made outside the lock, and kept unless the race was decided (or the run
     // cancelled) meanwhile; then they are taken back here.
     let registration = token.onCancel { self.runCancelled() }
     let timer = SharedTimers.shared.schedule(at: due) { self.expire() }
-    let kept = state.withLock { state in
+    let kept = race.withLock { state in
       guard !state.isDecided && !state.isRunCancelled else { return false }
       state.timer = timer
       state.registration = registration
@@ -135,7 +137,7 @@ private final class TimeoutRace: StageSink {
 
   /// The run was cancelled: the timer stops; the inner run, cancelled with it, still reports.
   private func runCancelled() {
-    let timer = state.withLock { state -> SharedTimers.Timer? in
+    let timer = race.withLock { state -> SharedTimers.Timer? in
       state.isRunCancelled = true
       state.registration = nil  // It has run.
       return state.timer.take()
@@ -144,7 +146,7 @@ private final class TimeoutRace: StageSink {
   }
 
   private func decide() -> Bool {
-    let taken = state.withLock {
+    let taken = race.withLock {
       state -> (SharedTimers.Timer?, CancellationToken.Registration?)? in
       guard !state.isDecided else { return nil }
       state.isDecided = true
@@ -157,7 +159,7 @@ private final class TimeoutRace: StageSink {
     guard let (timer, registration) = taken else { return false }
     registration?.remove()
     timer?.cancel()  // Nothing to do if this is the timer firing.
-    child.cancel()  // Stops the inner run, or another clock's timer.
+    cancel()  // Stops the inner run, or another clock's timer.
     return true
   }
 }
