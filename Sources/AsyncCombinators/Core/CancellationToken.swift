@@ -72,9 +72,19 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   private let parent: CancellationToken?
   /// Carried to child tokens so that tracing follows a run into parallel branches.
   let observer: (any RunObserver)?
-  /// The count of bodies in flight that stages started on this token join; inherited by
-  /// children unless they start a count of their own. `nil` outside any limit.
-  let inFlight: InFlightWork?
+  /// The count this token's stages join, when it is not itself one.
+  private let inheritedInFlight: InFlightWork?
+  /// Whether this token is an ``InFlightWork``, the count of the bodies started on it.
+  private let countsItself: Bool
+
+  /// The count of bodies in flight that stages started on this token join: the nearest
+  /// ``InFlightWork`` among this token and its ancestors. `nil` outside any limit.
+  ///
+  /// A count's own token is the count (one object, not two), so it is not stored: a token
+  /// holding itself would never be freed.
+  final var inFlight: InFlightWork? {
+    countsItself ? unsafeDowncast(self, to: InFlightWork.self) : inheritedInFlight
+  }
 
   /// Creates a token that is not cancelled.
   public convenience init() {
@@ -84,14 +94,24 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   init(observer: (any RunObserver)?) {
     self.observer = observer
     parent = nil
-    inFlight = nil
+    inheritedInFlight = nil
+    countsItself = false
   }
 
-  /// A child of `parent`, as ``makeChild(counting:)`` makes, for a subclass to be.
-  init(parent: CancellationToken, inFlight: InFlightWork?) {
+  /// A child of `parent`, as ``makeChild()`` makes, for a subclass to be.
+  init(parent: CancellationToken) {
     self.parent = parent
     observer = parent.observer
-    self.inFlight = inFlight
+    inheritedInFlight = parent.inFlight
+    countsItself = false
+  }
+
+  /// A child of `parent` that is an ``InFlightWork``: its stages count in it.
+  init(countingChildOf parent: CancellationToken) {
+    self.parent = parent
+    observer = parent.observer
+    inheritedInFlight = nil
+    countsItself = true
   }
 
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
@@ -261,20 +281,20 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     link?.remove()
   }
 
+  /// Stops forwarding the parent's cancellation to this child's handlers, as removing the
+  /// link ``makeChild()`` returns does: for a child that is its own work's object.
+  final func detachFromParent() { detach() }
+
   /// A token that is cancelled with this one, and can also be cancelled on its own.
   ///
   /// The child costs its parent nothing until it gets a handler of its own: its
   /// ``isCancelled`` reads the parent's state, and only its handlers need a registration on
   /// the parent to hear of the cancellation.
   ///
-  /// - Parameter inFlight: A count of bodies in flight for the child's stages to join in place
-  ///   of this token's.
   /// - Returns: The child, and its link: remove the link once the child's work is done, so
   ///   the parent stops holding the child's handlers.
-  final func makeChild(counting inFlight: InFlightWork? = nil) -> (
-    child: CancellationToken, link: Registration
-  ) {
-    let child = CancellationToken(parent: self, inFlight: inFlight ?? self.inFlight)
+  final func makeChild() -> (child: CancellationToken, link: Registration) {
+    let child = CancellationToken(parent: self)
     return (child, Registration(token: child, index: -1, id: 0))
   }
 }

@@ -51,37 +51,32 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
   // check: each is written only as the comment above says.
   @exclusivity(unchecked) var place = AdmissionPlace()
   private let inner: Program
-  private let token: CancellationToken
   private let report: StageReport
   /// Let go of once the run is admitted or turned away: a tombstone in the queue holds nothing.
   @exclusivity(unchecked) private var input: AnyValue?
-  /// The child token's link to the run's, removed once the result is out. The child holds
-  /// this object as its count, so letting go of the link also ends their holding each other.
-  @exclusivity(unchecked) private var link: CancellationToken.Registration?
   @exclusivity(unchecked) private var holdsSlot = false
 
+  /// As a token, a child of the run's `token`: the inner function runs on it, so its bodies
+  /// count toward this run's slot.
   init(
     _ gate: Admission<LimitedRun>, _ inner: Program, _ input: AnyValue, _ token: CancellationToken,
     _ report: StageReport
   ) {
     self.gate = gate
     self.inner = inner
-    self.token = token
     self.report = report
     self.input = input
     // The slot is held until every body this run started has called back, even when the
     // run itself is over sooner: cancelled, timed out, beaten in a race.
-    super.init(within: token.inFlight)
+    super.init(childOf: token)
   }
 
   func admitted() {
     holdsSlot = true
-    let (child, link) = token.makeChild(counting: self)
-    self.link = link
     guard let input = input.take() else {
       preconditionFailure("limit: a run admitted twice, or after it was turned away")
     }
-    inner.start(input, token: child, sink: self)
+    inner.start(input, token: self, sink: self)
   }
 
   /// Reports the cancellation, so that whatever counts this run (an enclosing limit's slot, a
@@ -106,9 +101,11 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
     report.fail(error)
   }
 
-  /// First, so that the slot limits this function, not what runs after it.
+  /// First, so that the slot limits this function, not what runs after it. The run's token
+  /// forwards its cancellation here no more: that handler held this object, and this object
+  /// the token, until now.
   private func release() {
-    link.take()?.remove()
+    detachFromParent()
     leave()
   }
 }

@@ -94,7 +94,7 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
   init(_ report: StageReport, childOf run: CancellationToken, _ duration: Duration) {
     self.report = report
     self.duration = duration
-    super.init(parent: run, inFlight: run.inFlight)
+    super.init(parent: run)
   }
 
   /// Starts the timer, unless a result arrived while the inner run started.

@@ -119,10 +119,8 @@ final class FanOut<Element: Sendable>: SlotJoin {
           program.start(elements[index], token: branches, sink: self, branch: index)
           continue
         }
-        let work = ElementWork(self, within: branches.inFlight)
-        let (element, link) = branches.makeChild(counting: work)
-        work.link = link
-        program.start(elements[index], token: element, sink: work, branch: index)
+        let work = ElementWork(self, childOf: branches)
+        program.start(elements[index], token: work, sink: work, branch: index)
       }
     }
   }
@@ -255,31 +253,28 @@ protocol SlotJoin: StageSink {
   func slotFreed()
 }
 
-/// One element of a limited fold: where it reports (its result goes to the join at once) and
-/// the count of its bodies in flight, which gives the element's slot back once no body of it
-/// is left.
+/// One element of a limited fold: where it reports (its result goes to the join at once), the
+/// count of its bodies in flight, which gives the element's slot back once no body of it is
+/// left, and the token the element runs on.
 ///
 /// It holds the join as a protocol rather than as a `FanOut<Element>`: a class generic over
 /// the element would cost a lookup of its type metadata in the runtime's cache per element.
 ///
-/// `@unchecked Sendable`, with no lock: `link` is written once, before the element starts
-/// (which publishes it to the threads the element runs on), and taken once, by the thread
-/// whose decrement of the atomic count reaches zero, ordered after every other `leave()` by
-/// that count's acquiring-and-releasing decrements. The rest are `let`s.
+/// `@unchecked Sendable`, with no lock: its own stored property is a `let`, and the count and
+/// the token keep theirs safe.
 private final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
   private let join: any SlotJoin
-  /// The element token's link to the fold's. The token holds this object as its count, so
-  /// the link is let go of once the count is quiet, or the two would hold each other.
-  @exclusivity(unchecked) var link: CancellationToken.Registration?
 
-  init(_ join: any SlotJoin, within enclosing: InFlightWork?) {
+  /// As a token, a child of the fold's `branches`: the element runs on it.
+  init(_ join: any SlotJoin, childOf branches: CancellationToken) {
     self.join = join
-    super.init(within: enclosing)
+    super.init(childOf: branches)
   }
 
-  /// No body of the element is left: its token's handlers need no more forwarding.
+  /// No body of the element is left: the fold's token forwards its cancellation here no more.
+  /// That handler held this object, and this object the fold's token, until now.
   override func becameQuiet() {
-    link.take()?.remove()
+    detachFromParent()
     join.slotFreed()
   }
 

@@ -15,18 +15,24 @@ import Synchronization
 /// asked for then finds its token cancelled (a scope goes quiet early only by cancellation).
 ///
 /// What quiet frees is a subclass's ``becameQuiet()``: the object that owns the slot (a
-/// limit's run, a fold's element) is its own count, rather than an object beside it.
+/// limit's run, a fold's element) is its own count, rather than an object beside it. And the
+/// count is the token its work runs on, a child of the token it was made for: the slot's owner,
+/// its count and its token are one object.
 ///
-/// `@unchecked Sendable`, with no lock: the count is atomic and `enclosing` is a `let`. The
-/// class is not final, so the compiler cannot check its subclasses; each keeps its own state
-/// safe and says how (`LimitedRun` under its gate's lock, `ElementWork` by write-once order).
-class InFlightWork: @unchecked Sendable {
+/// `@unchecked Sendable`, with no lock: the count is atomic and `enclosing` is a `let`, and the
+/// token keeps its own state safe. The class is not final, so the compiler cannot check its
+/// subclasses; each keeps its own state safe and says how (`LimitedRun` under its gate's lock,
+/// `ElementWork` by write-once order).
+class InFlightWork: CancellationToken, @unchecked Sendable {
   private let count = Atomic<Int>(1)
   private let enclosing: InFlightWork?
 
-  /// - Parameter enclosing: The count this one belongs to, which it holds until it is quiet.
-  init(within enclosing: InFlightWork?) {
+  /// - Parameter parent: The token this work is for. Its count (``CancellationToken/inFlight``),
+  ///   if it has one, holds one for this count until this one is quiet.
+  init(childOf parent: CancellationToken) {
+    let enclosing = parent.inFlight
     self.enclosing = enclosing?.enter() == true ? enclosing : nil
+    super.init(countingChildOf: parent)
   }
 
   /// Called once, on the thread whose ``leave()`` brings the count to zero: free the slot.
