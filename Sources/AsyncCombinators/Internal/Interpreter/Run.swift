@@ -160,7 +160,9 @@ final class Run: StageSink, @unchecked Sendable {
     /// The last stage's completion, kept for the next stage when nothing else holds it.
     var spare: StageCompletion?
     while true {
-      switch node {
+      // Consumed: each case owns its payload rather than retaining a copy, and every path
+      // sets `node` again before the next turn.
+      switch consume node {
       case .serial(let pair):
         position.push(.program(pair.second))
         node = pair.first
