@@ -130,13 +130,17 @@ import Testing
     #expect(parking.started == 3)  // The other three wait in the window for a slot.
     #expect(source.probe.pulls == 6)
     // A slot freed starts the next pulled element on the freeing thread.
-    parking.takeAll()[1].complete(.success(1))
+    let parked = parking.takeAll()
+    parked[1].complete(.success(1))
     #expect(parking.started == 4)
     outputs.cancel()
     await source.probe.iterationEnded.wait()
     #expect(source.probe.pulls == 6)
     #expect(parking.started == 4)
     #expect(isCancellation(await outputs.result))
+    // Held until now: a completion released uncalled fails its element, which would end the
+    // stream with that failure if it came before the cancellation.
+    withExtendedLifetime(parked) {}
   }
 
   /// Checks at every pull that the stream has pulled at most its bound beyond the `next()`
