@@ -386,12 +386,14 @@ import Testing
     let outputs = Self.collect(parking.function.concurrentMap(over: source, limit: 3))
     await parking.waitForStarts(3)
     let cancelled = Countdown(3)
-    Self.onCancel(parking.takeAll(), tick: cancelled)
+    let parked = parking.takeAll()
+    Self.onCancel(parked, tick: cancelled)
     outputs.cancel()
     #expect(isCancellation(await outputs.result))
     await cancelled.wait()
     await source.probe.iterationEnded.wait()
     #expect(parking.started == 3)
+    withExtendedLifetime(parked) {}  // Released uncalled sooner, a run would fail the stream.
   }
 
   @Test func source_error_cancels_running_elements_and_ends_the_stream_with_it() async throws {
@@ -400,10 +402,12 @@ import Testing
     let outputs = Self.collect(parking.function.concurrentMap(over: source, limit: 8))
     await parking.waitForStarts(3)
     let cancelled = Countdown(3)
-    Self.onCancel(parking.takeAll(), tick: cancelled)
+    let parked = parking.takeAll()
+    Self.onCancel(parked, tick: cancelled)
     #expect(await outputs.result.failure as? TestError == TestError(3))
     await cancelled.wait()
     #expect(parking.started == 3)
+    withExtendedLifetime(parked) {}  // Released uncalled sooner, a run would fail the stream.
   }
 
   @Test func element_cancellation_ends_the_stream_with_cancellation_whatever_the_tolerance()
@@ -421,6 +425,7 @@ import Testing
     let error = await outputs.result.failure
     #expect(error is CancellationError)
     await cancelled.wait()
+    withExtendedLifetime(parked) {}
   }
 
   // MARK: Progress
