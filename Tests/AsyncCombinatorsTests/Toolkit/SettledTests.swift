@@ -55,10 +55,3 @@ import Testing
     #expect(faults.violations(named: "fused.twice").map(\.kind) == [.completionCalledTwice])
   }
 }
-
-extension Optional {
-  func orThrow(_ error: some Error) throws -> Wrapped {
-    guard let self else { throw error }
-    return self
-  }
-}
