@@ -26,8 +26,9 @@ public protocol Cancellable: Sendable {
 /// Not `final` only so that the library's own per-run objects can be the token their inner run
 /// is given (a `timeout` race is the token it cancels when time runs out), which spares them an
 /// allocation; it is not `open`, so nothing outside the library can subclass it, and every
-/// member is `final`. All its mutable state is behind `state`'s lock or atomic, which is what
-/// makes the `@unchecked Sendable` safe.
+/// member is `final`. Its handlers and its link to its parent are behind the `state` lock (a
+/// `Locked` mutex), `flag` is atomic and the rest are `let`s: that is what makes the
+/// `@unchecked Sendable` safe, and each subclass says what guards its own state.
 public class CancellationToken: Cancellable, @unchecked Sendable {
   /// The registered handlers, in a slab: a registration names its entry by index, so adding
   /// and removing one is O(1) however many others there are (a fold's elements all register

@@ -58,7 +58,7 @@ extension AsyncFunc {
     if case .callback(let stage) = inner {
       // One callback stage: a first attempt that succeeds costs its completion alone; a
       // failure worth retrying hands the run to a `RetryLoop` then.
-      let step = OutcomeStep.retry(policy, attempt: stage)
+      let step = OutcomeStep.retry(FusedRetry(policy, attempt: stage))
       return AsyncFunc(program: .callback(stage.adding(step, shape: .modified(inner, call))))
     }
     return AsyncFunc(modifying: inner, call: call) { input, token, report in

@@ -18,10 +18,9 @@ enum OutcomeStep: Sendable {
   case tap(@Sendable (AnyValue, AnyResult) -> Void)
   /// `finally` with a synchronous cleanup: it runs with the input unless the run is cancelled.
   case finally(DirectStage)
-  /// `retry`: a failure worth another attempt hands the rest of the run to a `RetryLoop`,
-  /// which runs `attempt` (this stage with the steps before this one) until one succeeds or
-  /// the policy gives up. The first attempt, the one that usually succeeds, costs nothing more.
-  case retry(RetryPolicy, attempt: CallbackStage)
+  /// `retry`: a failure worth another attempt hands the rest of the run to a `RetryLoop`.
+  /// The first attempt, the one that usually succeeds, costs nothing more.
+  case retry(FusedRetry)
 
   /// Whether the step needs the stage's input and token, which its completion then keeps.
   var needsContext: Bool {
@@ -29,6 +28,22 @@ enum OutcomeStep: Sendable {
     case .recover, .settle: false
     case .tap, .finally, .retry: true
     }
+  }
+}
+
+/// What a fused `retry` step holds: its policy, and `attempt`, the stage with the steps before
+/// this one, which the `RetryLoop` runs until an attempt succeeds or the policy gives up. A
+/// class, so that the step is one reference: a policy inline made every step as large as it,
+/// and every step's copy a call into the runtime.
+@usableFromInline
+final class FusedRetry: Sendable {
+  let policy: RetryPolicy
+  let attempt: CallbackStage
+
+  @usableFromInline
+  init(_ policy: RetryPolicy, attempt: CallbackStage) {
+    self.policy = policy
+    self.attempt = attempt
   }
 }
 
@@ -83,8 +98,9 @@ extension [OutcomeStep] {
   func apply(
     to outcome: inout StepOutcome, input: UnsafePointer<AnyValue?>, token: CancellationToken?
   ) -> RetryHandOver? {
-    for (index, step) in enumerated() {
-      switch step {
+    // By index: `enumerated()` copied each step through the runtime's value witnesses.
+    for index in indices {
+      switch self[index] {
       case .recover(let transform):
         guard let failure = outcome.error, !(failure is CancellationError) else { continue }
         do {
@@ -124,19 +140,42 @@ extension [OutcomeStep] {
           // The stage's own failure wins over the cleanup's.
           outcome.failUnlessFailed(error)
         }
-      case .retry(let policy, let attempt):
+      case .retry(let retry):
         guard let error = outcome.error else { continue }
         let failure = Result<AnyValue, any Error>.failure(error)
-        switch policy.step(after: failure, attempt: 1, isCancelled: token!.isCancelled) {
+        switch retry.policy.step(after: failure, attempt: 1, isCancelled: token!.isCancelled) {
         case .finish(let result):
           if case .failure(let error) = result { outcome.error = error }
         case .retry(after: let wait):
           return RetryHandOver(
-            policy: policy, attempt: attempt, after: Array(self[(index + 1)...]), wait: wait)
+            policy: retry.policy, attempt: retry.attempt, after: Array(self[(index + 1)...]),
+            wait: wait)
         }
       }
     }
     return nil
+  }
+}
+
+extension [OutcomeStep] {
+  /// Takes `outcome` through the steps, gives back the count the stage was in (the steps run
+  /// within it, as the modifiers' own stages did), then reports where the steps led, or starts
+  /// the retries a `retry` step handed the run to.
+  ///
+  /// - Parameters:
+  ///   - input: As for ``apply(to:input:token:)``; set whenever a step needs it.
+  ///   - token: Set whenever a step needs it.
+  func finish(
+    _ outcome: consuming StepOutcome, input: UnsafePointer<AnyValue?>, token: CancellationToken?,
+    counted: InFlightWork?, sink: any StageSink, branch: Int
+  ) {
+    var outcome = outcome
+    let handOver = apply(to: &outcome, input: input, token: token)
+    counted?.leave()
+    if let handOver {
+      return handOver.start(input: input.pointee!, token: token!, sink: sink, branch: branch)
+    }
+    outcome.report(to: sink, branch: branch)
   }
 }
 

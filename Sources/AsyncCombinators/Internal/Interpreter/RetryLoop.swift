@@ -100,19 +100,16 @@ final class RetryLoop: StageSink {
 
   private func finish(_ result: AnyResult) {
     guard !after.isEmpty else { return report.complete(result) }
-    var outcome: StepOutcome
+    let outcome: StepOutcome
     switch result {
     case .success(let value): outcome = StepOutcome(value: value, error: nil)
     case .failure(let error): outcome = StepOutcome(value: nil, error: error)
     }
-    let handOver = withUnsafePointer(to: Optional(input)) {
-      after.apply(to: &outcome, input: $0, token: token)
+    withUnsafePointer(to: Optional(input)) {
+      after.finish(
+        outcome, input: $0, token: token, counted: report.counted, sink: report.sink,
+        branch: report.branch)
     }
-    report.counted?.leave()
-    if let handOver {
-      return handOver.start(input: input, token: token, sink: report.sink, branch: report.branch)
-    }
-    outcome.report(to: report.sink, branch: report.branch)
   }
 }
 

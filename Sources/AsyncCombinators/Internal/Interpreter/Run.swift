@@ -451,17 +451,11 @@ final class StageCompletion: @unchecked Sendable {
       counted?.leave()
       return sink.stageSucceeded(value, branch: branch)
     }
-    let steps = stage.steps
-    // The steps run within the stage's count, as the modifiers' own stages did.
-    var outcome = StepOutcome(value: value, error: nil)
-    let handOver = withUnsafePointer(to: &stepInput) {
-      steps.apply(to: &outcome, input: $0, token: stepToken)
+    let (steps, outcome) = (stage.steps, StepOutcome(value: value, error: nil))
+    withUnsafePointer(to: &stepInput) {
+      steps.finish(
+        outcome, input: $0, token: stepToken, counted: counted, sink: sink, branch: branch)
     }
-    counted?.leave()
-    if let handOver {
-      return handOver.start(input: stepInput!, token: stepToken!, sink: sink, branch: branch)
-    }
-    outcome.report(to: sink, branch: branch)
   }
 
   @usableFromInline
@@ -472,16 +466,11 @@ final class StageCompletion: @unchecked Sendable {
       counted?.leave()
       return sink.stageFailed(error, branch: branch)
     }
-    let steps = stage.steps
-    var outcome = StepOutcome(value: nil, error: error)
-    let handOver = withUnsafePointer(to: &stepInput) {
-      steps.apply(to: &outcome, input: $0, token: stepToken)
+    let (steps, outcome) = (stage.steps, StepOutcome(value: nil, error: error))
+    withUnsafePointer(to: &stepInput) {
+      steps.finish(
+        outcome, input: $0, token: stepToken, counted: counted, sink: sink, branch: branch)
     }
-    counted?.leave()
-    if let handOver {
-      return handOver.start(input: stepInput!, token: stepToken!, sink: sink, branch: branch)
-    }
-    outcome.report(to: sink, branch: branch)
   }
 
   func complete(_ result: AnyResult) {
@@ -514,18 +503,14 @@ final class StageCompletion: @unchecked Sendable {
     traced?.stopWatching()
     DispatchQueue.global().async {
       traced?.end(.failed)
-      // Through the fused steps, as the modifiers' own stages would have seen it.
-      var outcome = StepOutcome(value: nil, error: violation)
-      let handOver = withUnsafePointer(to: input) {
-        steps.apply(to: &outcome, input: $0, token: token)
-      }
-      // Released uncalled: the body is over as far as any limit is concerned. Leaving may
+      // Through the fused steps, as the modifiers' own stages would have seen it. Released
+      // uncalled, the body is over as far as any limit is concerned; leaving the count may
       // start the next waiter's work, which must not run inside the releasing thread either.
-      counted?.leave()
-      if let handOver {
-        return handOver.start(input: input!, token: token!, sink: sink, branch: branch)
+      withUnsafePointer(to: input) {
+        steps.finish(
+          StepOutcome(value: nil, error: violation), input: $0, token: token, counted: counted,
+          sink: sink, branch: branch)
       }
-      outcome.report(to: sink, branch: branch)
     }
   }
 }
