@@ -26,31 +26,64 @@ public protocol Cancellable: Sendable {
 /// Not `final` only so that the library's own per-run objects can be the token their inner run
 /// is given (a `timeout` race is the token it cancels when time runs out), which spares them an
 /// allocation; it is not `open`, so nothing outside the library can subclass it, and every
-/// member is `final`. Its handlers and its link to its parent are behind the `state` lock (a
-/// `Locked` mutex), `flag` is atomic and the rest are `let`s: that is what makes the
+/// member is `final`. Its state word is atomic, its handlers and its link to its parent are
+/// behind their table's lock, and the rest are `let`s: that is what makes the
 /// `@unchecked Sendable` safe, and each subclass says what guards its own state.
 public class CancellationToken: Cancellable, @unchecked Sendable {
+  /// The token's state in one atomic word: the flags below, and the address of its handler
+  /// table once it has one (tables are word-aligned, so the flags fit in the low bits).
+  ///
+  /// Every change is one atomic operation on the word, so a handler's first registration, a
+  /// cancellation and a detach never miss each other. The table is made only for the first
+  /// handler: most tokens a run makes inside (a timeout's race, a limited element) never get
+  /// one, and a token without one is small enough for the allocator's fastest bins, which matters
+  /// when a worker frees what another thread made.
+  private let word: Atomic<UInt>
+
+  private enum Flag {
+    /// ``cancel()`` has begun on this token itself.
+    static let cancelled: UInt = 1
+    /// Its work is done: it no longer forwards its parent's cancellation to its handlers.
+    static let detached: UInt = 2
+    /// It is an ``InFlightWork``. Set once, at `init`.
+    static let countsItself: UInt = 4
+    static let all: UInt = 7
+  }
+
   /// The registered handlers, in a slab: a registration names its entry by index, so adding
   /// and removing one is O(1) however many others there are (a fold's elements all register
   /// on one token). Freed entries form a list through `nextFree` and are reused.
-  private struct State {
-    var entries: [Entry] = []
-    var firstFree: Int32 = -1
-    var live = 0
-    /// Each registration's number, unique on this token; an entry with id 0 is free. Checked on
-    /// removal, so a stale registration never removes a newer handler in a reused entry.
-    var lastID: UInt64 = 0
-    /// Once set, every handler has been taken to run and new ones run at once.
-    var isCancelled = false
-    /// How many entries removals have examined in all: one each, whatever the order. Tests
-    /// read it to prove removal never scans.
-    var entriesExamined = 0
-    /// A child's handler on its parent, made when the child gets its first handler.
-    var parentLink = ParentLink.unlinked
+  ///
+  /// `@unchecked Sendable`: everything in it is behind `state`'s lock.
+  private final class HandlerTable: @unchecked Sendable {
+    struct State {
+      var entries: [Entry] = []
+      var firstFree: Int32 = -1
+      var live: Int32 = 0
+      /// How many handlers have been registered, for the high half of their ids.
+      var registered: UInt32 = 0
+      /// Once set, every handler has been taken to run and new ones run at once.
+      var isCancelled = false
+      /// How many entries removals have examined in all: one each, whatever the order. Tests
+      /// read it to prove removal never scans.
+      var entriesExamined = 0
+      /// A child's handler on its parent, made when the child gets its first handler.
+      var parentLink: ParentLink
+    }
+
+    let state: Locked<State>
+
+    init(linked: Bool) {
+      state = Locked(State(parentLink: linked ? .unlinked : .done))
+    }
   }
 
   private struct Entry {
     var handler: (@Sendable () -> Void)?
+    /// The registration's id: the entry's index in the low half and, in the high half, how
+    /// many handlers the token had had registered before it. A free entry's id is `.max`. So a
+    /// stale registration misses the handler that reused its entry, unless 2^32 registrations
+    /// on one token came in between.
     var id: UInt64
     var nextFree: Int32
   }
@@ -60,23 +93,28 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     case unlinked
     /// A thread is registering on the parent; `detach` or `cancel` meanwhile ends the link.
     case linking
-    case linked(Registration)
-    /// Detached or cancelled: the parent has nothing more to forward.
+    /// The registration's id on the parent.
+    case linked(UInt64)
+    /// Detached, cancelled or without a parent: there is nothing more to forward.
     case done
   }
 
-  /// Read on every stage start, so it is an atomic rather than a trip through the lock.
-  private let flag = Atomic<Bool>(false)
-  private let state = Locked(State())
   /// A child is cancelled the moment its parent is: ``isCancelled`` reads up the chain, so no
   /// stage on a child can decide to start after the parent's ``cancel()`` has begun.
   private let parent: CancellationToken?
-  /// Carried to child tokens so that tracing follows a run into parallel branches.
-  let observer: (any RunObserver)?
+  /// Carried to child tokens so that tracing follows a run into parallel branches. Boxed:
+  /// one reference is half the size of the existential, and only traced runs make the box.
+  private let tracing: Tracing?
+
+  private final class Tracing: Sendable {
+    let observer: any RunObserver
+    init(_ observer: any RunObserver) { self.observer = observer }
+  }
+
+  /// What watches the run this token belongs to, if anything.
+  final var observer: (any RunObserver)? { tracing?.observer }
   /// The count this token's stages join, when it is not itself one.
   private let inheritedInFlight: InFlightWork?
-  /// Whether this token is an ``InFlightWork``, the count of the bodies started on it.
-  private let countsItself: Bool
 
   /// The count of bodies in flight that stages started on this token join: the nearest
   /// ``InFlightWork`` among this token and its ancestors. `nil` outside any limit.
@@ -84,7 +122,8 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   /// A count's own token is the count (one object, not two), so it is not stored: a token
   /// holding itself would never be freed.
   final var inFlight: InFlightWork? {
-    countsItself ? unsafeDowncast(self, to: InFlightWork.self) : inheritedInFlight
+    word.load(ordering: .relaxed) & Flag.countsItself != 0
+      ? unsafeDowncast(self, to: InFlightWork.self) : inheritedInFlight
   }
 
   /// Creates a token that is not cancelled.
@@ -93,40 +132,53 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   init(observer: (any RunObserver)?) {
-    self.observer = observer
+    word = Atomic(0)
+    tracing = observer.map(Tracing.init)
     parent = nil
     inheritedInFlight = nil
-    countsItself = false
   }
 
   /// A child of `parent`, as ``makeChild()`` makes, for a subclass to be.
   init(parent: CancellationToken) {
+    word = Atomic(0)
     self.parent = parent
-    observer = parent.observer
+    tracing = parent.tracing
     inheritedInFlight = parent.inFlight
-    countsItself = false
   }
 
   /// A child of `parent` that is an ``InFlightWork``: its stages count in it.
   init(countingChildOf parent: CancellationToken) {
+    word = Atomic(Flag.countsItself)
     self.parent = parent
-    observer = parent.observer
+    tracing = parent.tracing
     inheritedInFlight = nil
-    countsItself = true
+  }
+
+  deinit {
+    if let table = Self.table(in: word.load(ordering: .acquiring)) { table.release() }
+  }
+
+  /// The handler table a state word points to, unretained.
+  private static func table(in word: UInt) -> Unmanaged<HandlerTable>? {
+    guard let address = UnsafeRawPointer(bitPattern: word & ~Flag.all) else { return nil }
+    return Unmanaged.fromOpaque(address)
   }
 
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
   ///
   /// - Complexity: O(*d*) for a token nested *d* deep in the operations of its run; a handful.
   public final var isCancelled: Bool {
-    if flag.load(ordering: .acquiring) { return true }
+    if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return true }
     // Every token holds its parent, and this one is alive while it is read, so the walk up
     // needs no references of its own: a retain and a release per ancestor, on every stage
     // start, were most of what this cost.
     guard var ancestor = parent.map(Unmanaged.passUnretained) else { return false }
     while true {
       let (cancelled, next) = ancestor._withUnsafeGuaranteedRef { token in
-        (token.flag.load(ordering: .acquiring), token.parent.map(Unmanaged.passUnretained))
+        (
+          token.word.load(ordering: .acquiring) & Flag.cancelled != 0,
+          token.parent.map(Unmanaged.passUnretained)
+        )
       }
       if cancelled { return true }
       guard let next else { return false }
@@ -134,8 +186,9 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     }
   }
 
-  /// Whether this token itself has been cancelled (its handlers taken), whatever its parent.
-  final var hasRunItsHandlers: Bool { flag.load(ordering: .acquiring) }
+  /// Whether ``cancel()`` has begun on this token itself (its handlers are taken, or being
+  /// taken), whatever its parent.
+  final var hasRunItsHandlers: Bool { word.load(ordering: .acquiring) & Flag.cancelled != 0 }
 
   /// Cancels the run: the handlers registered so far run once, on the calling thread.
   ///
@@ -145,23 +198,28 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public final func cancel() {
+    let before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
+    guard before & Flag.cancelled == 0 else { return }
+    // No table: no handler was ever registered, and any registration from now on sees the flag.
+    guard let table = Self.table(in: before) else { return }
     // The entries themselves are taken, not their closures: an array of closures would wrap
     // each one in a thunk of its own.
-    let (entries, link) = state.withLock { state -> ([Entry], Registration?) in
-      guard !state.isCancelled else { return ([], nil) }
-      state.isCancelled = true
-      flag.store(true, ordering: .releasing)
-      var link: Registration?
-      if case .linked(let registration) = state.parentLink { link = registration }
-      state.parentLink = .done
-      defer {
-        state.entries = []
-        state.firstFree = -1
-        state.live = 0
+    let (entries, link) = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state -> ([Entry], UInt64?) in
+        state.isCancelled = true
+        var link: UInt64?
+        if case .linked(let id) = state.parentLink { link = id }
+        state.parentLink = .done
+        defer {
+          state.entries = []
+          state.firstFree = -1
+          state.live = 0
+        }
+        return (state.entries, link)
       }
-      return (state.entries, link)
     }
-    link?.remove()  // Cancelled on its own: the parent need not forward its cancellation.
+    // Cancelled on its own: the parent need not forward its cancellation.
+    if let link { parent?.removeHandler(link) }
     for entry in entries { entry.handler?() }
   }
 
@@ -182,104 +240,141 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   /// - Complexity: O(1), amortized.
   @discardableResult
   public final func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration {
-    if isCancelled {
+    guard !isCancelled, let table = handlerTable() else {
       handler()
-      return Registration(token: nil, index: 0, id: 0)
+      return Registration(token: nil, id: 0)
     }
-    let added = state.withLock { state -> (index: Int32, id: UInt64, link: Bool)? in
-      guard !state.isCancelled else { return nil }
-      state.lastID += 1
-      let entry = Entry(handler: handler, id: state.lastID, nextFree: -1)
-      let index: Int32
-      if state.firstFree >= 0 {
-        index = state.firstFree
-        state.firstFree = state.entries[Int(index)].nextFree
-        state.entries[Int(index)] = entry
-      } else {
-        index = Int32(state.entries.count)
-        state.entries.append(entry)
-      }
-      state.live += 1
-      var link = false
-      if parent != nil, case .unlinked = state.parentLink {
+    let added = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state -> (id: UInt64, link: Bool)? in
+        guard !state.isCancelled else { return nil }
+        let index: Int32
+        if state.firstFree >= 0 {
+          index = state.firstFree
+          state.firstFree = state.entries[Int(index)].nextFree
+        } else {
+          index = Int32(state.entries.count)
+          state.entries.append(Entry(handler: nil, id: .max, nextFree: -1))
+        }
+        let id = UInt64(state.registered) << 32 | UInt64(UInt32(index))
+        state.registered &+= 1
+        state.entries[Int(index)] = Entry(handler: handler, id: id, nextFree: -1)
+        state.live += 1
+        guard case .unlinked = state.parentLink else { return (id, false) }
         state.parentLink = .linking
-        link = true
+        return (id, true)
       }
-      return (index, state.lastID, link)
     }
     guard let added else {
       handler()
-      return Registration(token: nil, index: 0, id: 0)
+      return Registration(token: nil, id: 0)
     }
-    if added.link { linkToParent() }
-    return Registration(token: self, index: added.index, id: added.id)
+    if added.link { linkToParent(table) }
+    return Registration(token: self, id: added.id)
+  }
+
+  /// The token's handler table, made now if it has none; `nil` once the token is cancelled.
+  private func handlerTable() -> Unmanaged<HandlerTable>? {
+    var current = word.load(ordering: .acquiring)
+    while true {
+      if current & Flag.cancelled != 0 { return nil }
+      if let table = Self.table(in: current) { return table }
+      // A detached child, or a root, never links to a parent.
+      let made = Unmanaged.passRetained(
+        HandlerTable(linked: parent != nil && current & Flag.detached == 0))
+      let address = UInt(bitPattern: made.toOpaque())
+      let (exchanged, original) = word.compareExchange(
+        expected: current, desired: current | address, ordering: .acquiringAndReleasing)
+      if exchanged { return made }
+      made.release()  // Another thread made one, or the flags changed: look again.
+      current = original
+    }
   }
 
   /// A handler's place on a token, to take it off when it is no longer needed.
   public struct Registration: Sendable {
     fileprivate let token: CancellationToken?
-    /// The entry's index, or -1 for the link of a child made by `makeChild()`.
-    fileprivate let index: Int32
+    /// The entry's id (see `Entry`), or `.max` for the link of a child made by `makeChild()`.
     fileprivate let id: UInt64
+
+    /// A registration of nothing, for an owner that keeps one in place of an optional.
+    static var none: Registration { Registration(token: nil, id: 0) }
 
     /// Unregisters the handler if it has not run yet. Idempotent.
     ///
     /// - Complexity: O(1); it visits no other registration.
     public func remove() {
       guard let token else { return }
-      if index < 0 { token.detach() } else { token.removeHandler(index, id) }
+      if id == .max { token.detach() } else { token.removeHandler(id) }
     }
   }
 
-  private func removeHandler(_ index: Int32, _ id: UInt64) {
+  private func removeHandler(_ id: UInt64) {
+    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return }
     // Take the closure out under the lock, release it outside: releasing may run deinits.
     // It comes out in its entry, as a closure returned on its own would be wrapped in a thunk.
-    let removed = state.withLock { state -> Entry? in
-      let slot = Int(index)
-      guard slot < state.entries.count else { return nil }
-      state.entriesExamined += 1
-      guard state.entries[slot].id == id else { return nil }
-      let removed = state.entries[slot]
-      state.entries[slot] = Entry(handler: nil, id: 0, nextFree: state.firstFree)
-      state.firstFree = index
-      state.live -= 1
-      // The free list already covers a small slab, so it is kept as it is; a large one (a
-      // fold's elements, once all have finished) is let go.
-      if state.live == 0 && state.entries.count > 64 {
-        state.entries = []
-        state.firstFree = -1
+    let removed = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state -> Entry? in
+        let slot = Int(truncatingIfNeeded: id & 0xFFFF_FFFF)
+        guard slot < state.entries.count else { return nil }
+        state.entriesExamined += 1
+        guard state.entries[slot].id == id else { return nil }
+        let removed = state.entries[slot]
+        state.entries[slot] = Entry(handler: nil, id: .max, nextFree: state.firstFree)
+        state.firstFree = Int32(slot)
+        state.live -= 1
+        // The free list already covers a small slab, so it is kept as it is; a large one (a
+        // fold's elements, once all have finished) is let go.
+        if state.live == 0 && state.entries.count > 64 {
+          state.entries = []
+          state.firstFree = -1
+        }
+        return removed
       }
-      return removed
     }
     _ = removed
   }
 
   /// The number of handlers registered and neither run nor removed; for tests.
-  final var registrationCount: Int { state.withLock { $0.live } }
+  final var registrationCount: Int {
+    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
+    return table._withUnsafeGuaranteedRef { table in table.state.withLock { Int($0.live) } }
+  }
 
   /// How many entries all removals so far have examined; for tests.
-  final var entriesExaminedByRemovals: Int { state.withLock { $0.entriesExamined } }
+  final var entriesExaminedByRemovals: Int {
+    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
+    return table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { $0.entriesExamined }
+    }
+  }
 
   /// Registers on the parent the handler that forwards its cancellation to this child.
-  private func linkToParent() {
+  private func linkToParent(_ table: Unmanaged<HandlerTable>) {
     guard let parent else { return }
     let registration = parent.onCancel { self.cancel() }
-    let kept = state.withLock { state in
-      guard case .linking = state.parentLink else { return false }
-      state.parentLink = .linked(registration)
-      return true
+    let kept = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state in
+        guard case .linking = state.parentLink else { return false }
+        state.parentLink = .linked(registration.id)
+        return true
+      }
     }
     if !kept { registration.remove() }  // Detached or cancelled meanwhile.
   }
 
   /// Stops forwarding the parent's cancellation to this child's handlers: its work is done.
   private func detach() {
-    let link = state.withLock { state -> Registration? in
-      defer { state.parentLink = .done }
-      if case .linked(let registration) = state.parentLink { return registration }
-      return nil
+    let before = word.bitwiseOr(Flag.detached, ordering: .acquiringAndReleasing).oldValue
+    // No table yet: one made from now on sees the flag and never links.
+    guard let table = Self.table(in: before) else { return }
+    let link = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state -> UInt64? in
+        defer { state.parentLink = .done }
+        if case .linked(let id) = state.parentLink { return id }
+        return nil
+      }
     }
-    link?.remove()
+    if let link { parent?.removeHandler(link) }
   }
 
   /// Stops forwarding the parent's cancellation to this child's handlers, as removing the
@@ -296,7 +391,7 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   ///   the parent stops holding the child's handlers.
   final func makeChild() -> (child: CancellationToken, link: Registration) {
     let child = CancellationToken(parent: self)
-    return (child, Registration(token: child, index: -1, id: 0))
+    return (child, Registration(token: child, id: .max))
   }
 }
 

@@ -53,13 +53,28 @@ extension AsyncFunc {
     let inner = program
     let timers = TimerClock(clock)
     let nanoseconds = OneShotTimer.nanoseconds(duration)
+    let spec = TimeoutSpec(duration, onDispatch: timers.isDispatch)
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = timers.deadline(after: duration, inNanoseconds: nanoseconds)
-      let race = TimeoutRace(report, childOf: token, duration)
+      let race = TimeoutRace(report, childOf: token, spec)
       inner.start(input, token: race, sink: race)
       race.arm(deadline, run: token)
     }
+  }
+}
+
+/// What every run of one `timeout` shares: kept apart so that each run's race stays small.
+private final class TimeoutSpec: Sendable {
+  /// The timeout, for its error.
+  let duration: Duration
+  /// Whether the deadline is on the default clock, where ``SharedTimers`` keeps the timer;
+  /// another clock's timer is armed on the race as a token, which cancelling it stops.
+  let onDispatch: Bool
+
+  init(_ duration: Duration, onDispatch: Bool) {
+    self.duration = duration
+    self.onDispatch = onDispatch
   }
 }
 
@@ -67,99 +82,116 @@ extension AsyncFunc {
 /// completes the stage and cancels the other (the inner run, or the timer).
 ///
 /// On the default clock this one object is the whole of the timeout's bookkeeping: it is the
-/// child token the inner run is given, which it cancels once the race is decided; the shared
-/// timer's closure and the run's cancellation handler each capture it alone (a closure with
-/// one object captured needs no allocation of its own), and it removes both itself. Other
-/// clocks arm their timer on it as a token, which cancelling it stops.
+/// child token the inner run is given, which it cancels if the timer wins; the shared timer's
+/// closure and the run's cancellation handler each capture it alone (a closure with one object
+/// captured needs no allocation of its own), and it removes both itself. It is kept within 120
+/// bytes, the most glibc serves from its fastest bins: a fold's races are made on one thread
+/// and freed on others, and a larger object would take the allocator's lock on each free.
 ///
-/// `State` is behind its lock, and the rest are `let`s: that, and the token's own guarantee,
-/// make the `@unchecked Sendable` safe.
+/// Its state is `phase`, one atomic: `timer` and `registration` are written only by `arm`,
+/// before it publishes them by moving the phase to `armed`, and read only by the one thread
+/// that moves it on from `armed`. That, and the token's own guarantee, make the
+/// `@unchecked Sendable` safe.
 private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendable {
-  private struct State {
+  private enum Phase {
+    /// The inner run is starting; the timer is not armed yet.
+    static let starting: UInt8 = 0
+    /// The timer is pending, and the run's cancellation handler registered.
+    static let armed: UInt8 = 1
+    /// The run was cancelled and its handler stopped the timer; the inner run, cancelled with
+    /// it, has still to report.
+    static let runCancelled: UInt8 = 2
     /// The result or the timer has won.
-    var isDecided = false
-    /// The run was cancelled: its handler has run, and the timer is stopped.
-    var isRunCancelled = false
-    var timer: SharedTimers.Timer?
-    var registration: CancellationToken.Registration?
+    static let decided: UInt8 = 3
   }
 
   private let report: StageReport
-  /// The timeout, for its error.
-  private let duration: Duration
-  private let race = Locked(State())
+  private let spec: TimeoutSpec
+  @exclusivity(unchecked) private var timer = SharedTimers.Timer.none
+  @exclusivity(unchecked) private var registration = CancellationToken.Registration.none
+  private let phase = Atomic<UInt8>(Phase.starting)
 
-  /// As a token, a child of `run`: cancelled once the race is decided, which stops the inner
-  /// run if the timer won (and a timer armed on it, on a clock other than the default).
-  init(_ report: StageReport, childOf run: CancellationToken, _ duration: Duration) {
+  /// As a token, a child of `run`: cancelled if the timer wins, which stops the inner run (and
+  /// a timer armed on it, on a clock other than the default).
+  init(_ report: StageReport, childOf run: CancellationToken, _ spec: TimeoutSpec) {
     self.report = report
-    self.duration = duration
+    self.spec = spec
     super.init(parent: run)
   }
 
   /// Starts the timer, unless a result arrived while the inner run started.
   func arm(_ deadline: TimerDeadline, run token: CancellationToken) {
-    guard !race.withLock({ $0.isDecided }) else { return }
+    guard phase.load(ordering: .acquiring) == Phase.starting else { return }
     guard let due = deadline.dispatchTime else {
       return deadline.arm(token: self) { self.expire() }
     }
-    // Both are made outside the lock, and kept unless the race was decided (or the run
-    // cancelled) meanwhile; then they are taken back here.
-    let registration = token.onCancel { self.runCancelled() }
-    let timer = SharedTimers.shared.schedule(at: due) { self.expire() }
-    let kept = race.withLock { state in
-      guard !state.isDecided && !state.isRunCancelled else { return false }
-      state.timer = timer
-      state.registration = registration
-      return true
-    }
-    if !kept {
-      registration.remove()
-      timer.cancel()
-    }
+    registration = token.onCancel { self.runCancelled() }
+    timer = SharedTimers.shared.schedule(at: due) { self.expire() }
+    guard
+      !phase.compareExchange(
+        expected: Phase.starting, desired: Phase.armed, ordering: .acquiringAndReleasing
+      ).exchanged
+    else { return }
+    // The race was decided, or the run cancelled, while they were made: no one else will
+    // take them back.
+    registration.remove()
+    timer.cancel()
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     let value = value
     guard decide() else { return }
+    endInnerWork()
     report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     guard decide() else { return }
+    endInnerWork()
     report.fail(error)
   }
 
   private func expire() {
     guard decide() else { return }
-    report.fail(TimeoutError(duration: duration))
+    cancel()  // Stops the inner run.
+    report.fail(TimeoutError(duration: spec.duration))
+  }
+
+  /// The inner run has reported, so only its token's ties are left: another clock's timer,
+  /// armed on it, or the link a handler registered on it made to the run's token.
+  private func endInnerWork() {
+    if spec.onDispatch { detachFromParent() } else { cancel() }
   }
 
   /// The run was cancelled: the timer stops; the inner run, cancelled with it, still reports.
   private func runCancelled() {
-    let timer = race.withLock { state -> SharedTimers.Timer? in
-      state.isRunCancelled = true
-      state.registration = nil  // It has run.
-      return state.timer.take()
+    var current = phase.load(ordering: .relaxed)
+    while current == Phase.starting || current == Phase.armed {
+      let (exchanged, original) = phase.compareExchange(
+        expected: current, desired: Phase.runCancelled, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if current == Phase.armed { timer.cancel() }  // Else `arm` sees the phase and does.
+        return
+      }
+      current = original
     }
-    timer?.cancel()
   }
 
+  /// Claims the win: `true` for the first of the result and the timer.
   private func decide() -> Bool {
-    let taken = race.withLock {
-      state -> (SharedTimers.Timer?, CancellationToken.Registration?)? in
-      guard !state.isDecided else { return nil }
-      state.isDecided = true
-      defer {
-        state.timer = nil
-        state.registration = nil
+    var current = phase.load(ordering: .relaxed)
+    while current != Phase.decided {
+      let (exchanged, original) = phase.compareExchange(
+        expected: current, desired: Phase.decided, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if current == Phase.armed {
+          registration.remove()
+          timer.cancel()  // Nothing to do if this is the timer firing.
+        }
+        return true
       }
-      return (state.timer, state.registration)
+      current = original
     }
-    guard let (timer, registration) = taken else { return false }
-    registration?.remove()
-    timer?.cancel()  // Nothing to do if this is the timer firing.
-    cancel()  // Stops the inner run, or another clock's timer.
-    return true
+    return false
   }
 }

@@ -48,6 +48,67 @@ import Testing
     #expect(ran.value == 1)
   }
 
+  @Test func a_stale_registration_misses_its_entry_after_the_slab_was_let_go() {
+    // Once every one of more than 64 handlers is removed the slab starts over from entry 0: a
+    // registration from before must still not match the handler that now sits in its entry.
+    let token = CancellationToken()
+    let ran = Tally()
+    let old = (0..<100).map { _ in token.onCancel {} }
+    for registration in old { registration.remove() }
+    _ = token.onCancel { ran.add() }  // Entry 0 of the new slab.
+    old[0].remove()
+    #expect(token.registrationCount == 1)
+    token.cancel()
+    #expect(ran.value == 1)
+  }
+
+  @Test func a_child_detached_before_its_first_handler_never_links_to_its_parent() {
+    let parent = CancellationToken()
+    let (child, link) = parent.makeChild()
+    link.remove()  // Its work is done before anything registered on it.
+    let ran = Tally()
+    child.onCancel { ran.add() }
+    #expect(parent.registrationCount == 0)
+    child.cancel()  // Its own cancellation still runs its handlers.
+    #expect(ran.value == 1)
+  }
+
+  @Test func a_token_that_never_had_a_handler_runs_one_registered_after_its_cancel_at_once() {
+    let token = CancellationToken()
+    token.cancel()
+    let ran = Tally()
+    let registration = token.onCancel { ran.add() }
+    #expect(ran.value == 1)
+    registration.remove()  // A no-op: nothing is registered.
+    #expect(token.registrationCount == 0)
+  }
+
+  @Test func a_first_handler_racing_the_cancel_runs_exactly_once() {
+    // The first `onCancel` makes the token's handler table while `cancel` may be taking it:
+    // whichever wins, the handler runs once, never zero times or twice.
+    for _ in 0..<2_000 {
+      let token = CancellationToken()
+      let ran = Tally()
+      DispatchQueue.concurrentPerform(iterations: 2) { side in
+        if side == 0 { token.onCancel { ran.add() } } else { token.cancel() }
+      }
+      #expect(ran.value == 1)
+    }
+  }
+
+  @Test func a_first_handler_racing_the_detach_leaves_the_parent_holding_nothing() {
+    // A child's first handler links it to its parent while its work's end may be detaching it:
+    // either way the parent keeps no registration for it.
+    let parent = CancellationToken()
+    for _ in 0..<2_000 {
+      let (child, link) = parent.makeChild()
+      DispatchQueue.concurrentPerform(iterations: 2) { side in
+        if side == 0 { child.onCancel {} } else { link.remove() }
+      }
+    }
+    #expect(parent.registrationCount == 0)
+  }
+
   @Test func removing_some_keeps_the_others_and_cancel_runs_each_once() {
     let token = CancellationToken()
     let ran = Locked<[Int]>([])

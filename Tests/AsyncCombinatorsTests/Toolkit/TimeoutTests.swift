@@ -141,6 +141,47 @@ import Testing
     #expect(parking.takeAll()[0].token.isCancelled)
   }
 
+  @Test func the_runs_token_keeps_no_registration_once_the_result_arrives() throws {
+    // The inner stage registers on its token and never removes it: that links the race to the
+    // run's token, and the race must undo the link once the result is in.
+    let parked = Locked<(@Sendable (Result<Int, any Error>) -> Void)?>(nil)
+    let stage = AsyncFunc<Int, Int> { input, token, complete in
+      token.onCancel {}
+      parked.withLock { $0 = complete }
+    }
+    let token = CancellationToken()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    stage.timeout(Self.hours).run(1, token: token) { result in outcome.withLock { $0 = result } }
+    #expect(Self.farTimers() == 1)
+    #expect(token.registrationCount == 3)  // The run's, the race's, and the link.
+    parked.withLock { $0 }?(.success(2))
+    #expect(try outcome.withLock { $0 }?.get() == 2)
+    #expect(Self.farTimers() == 0)
+    #expect(token.registrationCount == 0)
+  }
+
+  @Test func no_timer_is_left_by_cancellations_racing_the_results() async throws {
+    // Each run is cancelled from one thread while its result arrives on another: whichever
+    // wins, the timer comes off and the run's token holds nothing.
+    let runs = 2_000
+    let parking = Parking<Int, Int>()
+    let tokens = (0..<runs).map { _ in CancellationToken() }
+    let finished = Tally()
+    for index in 0..<runs {
+      parking.function.timeout(Self.hours).run(index, token: tokens[index]) { _ in
+        finished.add()
+      }
+    }
+    let parked = parking.takeAll()
+    #expect(parked.count == runs)
+    DispatchQueue.concurrentPerform(iterations: 2 * runs) { job in
+      if job % 2 == 0 { tokens[job / 2].cancel() } else { parked[job / 2].complete(.success(1)) }
+    }
+    #expect(finished.value == runs)
+    #expect(Self.farTimers() == 0)
+    #expect(tokens.allSatisfy { $0.registrationCount == 0 })
+  }
+
   @Test func no_timer_is_left_by_results_racing_the_arming() async throws {
     // Each result arrives on another thread while its stage arms the timer, on either side of
     // the moment the timer is stored: every timer must come off, and every result through.

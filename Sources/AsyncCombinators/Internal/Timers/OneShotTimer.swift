@@ -112,6 +112,9 @@ struct TimerClock: Sendable {
 
   static let continuous = TimerClock(ContinuousClock())
 
+  /// Whether this is the default clock, whose deadlines ``SharedTimers`` schedules.
+  var isDispatch: Bool { customDeadline == nil }
+
   /// The instant `duration` from now.
   func deadline(after duration: Duration) -> TimerDeadline {
     deadline(after: duration, inNanoseconds: OneShotTimer.nanoseconds(duration))

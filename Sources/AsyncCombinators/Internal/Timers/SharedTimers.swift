@@ -36,6 +36,9 @@ final class SharedTimers: Sendable {
   struct Timer: Cancellable {
     fileprivate let id: UInt64
     func cancel() { SharedTimers.shared.cancel(id) }
+
+    /// A timer that was never scheduled: cancelling it does nothing.
+    static var none: Timer { Timer(id: .max) }
   }
 
   /// Calls `fire` on a global queue once `deadline` has passed, unless cancelled first.
