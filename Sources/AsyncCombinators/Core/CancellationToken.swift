@@ -299,6 +299,20 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     /// A registration of nothing, for an owner that keeps one in place of an optional.
     static var none: Registration { Registration(token: nil, id: 0) }
 
+    /// The registration without its token, for an owner that knows the token and keeps 8
+    /// bytes instead of 16; `nil` for a handler that ran at once.
+    var idOnToken: UInt64? { token == nil ? nil : id }
+
+    /// The registration `id` (an ``idOnToken``) names on `token`.
+    init(on token: CancellationToken, id: UInt64) {
+      self.init(token: token, id: id)
+    }
+
+    fileprivate init(token: CancellationToken?, id: UInt64) {
+      self.token = token
+      self.id = id
+    }
+
     /// Unregisters the handler if it has not run yet. Idempotent.
     ///
     /// - Complexity: O(1); it visits no other registration.
@@ -376,6 +390,9 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     }
     if let link { parent?.removeHandler(link) }
   }
+
+  /// The token this one is a child of.
+  final var parentToken: CancellationToken? { parent }
 
   /// Stops forwarding the parent's cancellation to this child's handlers, as removing the
   /// link ``makeChild()`` returns does: for a child that is its own work's object.

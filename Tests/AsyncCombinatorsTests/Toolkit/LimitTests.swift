@@ -84,19 +84,21 @@ import Testing
     // `@unchecked Sendable`: `place` is guarded by the gate's lock; the rest are `let`s.
     let gate: Admission<TestWaiter>
     var place = AdmissionPlace()
+    let waitsOn: CancellationToken
     private let onAdmitted: @Sendable () -> Void
     private let onTurnedAway: @Sendable () -> Void
 
     init(
-      _ gate: Admission<TestWaiter>, turnedAway: @escaping @Sendable () -> Void = {},
-      admitted: @escaping @Sendable () -> Void
+      _ gate: Admission<TestWaiter>, on token: CancellationToken,
+      turnedAway: @escaping @Sendable () -> Void = {}, admitted: @escaping @Sendable () -> Void
     ) {
       self.gate = gate
+      waitsOn = token
       onAdmitted = admitted
       onTurnedAway = turnedAway
     }
 
-    func admitted() { onAdmitted() }
+    func admitted(_: AnyValue) { onAdmitted() }
     func turnedAway() { onTurnedAway() }
   }
 
@@ -104,12 +106,13 @@ import Testing
     let gate = Admission<TestWaiter>(limit: 1)
     let started = Recorder<Int>()
     let turnedAway = Recorder<Int>()
-    gate.enter(TestWaiter(gate) { started.record(0) }, token: CancellationToken())
+    gate.enter(TestWaiter(gate, on: CancellationToken()) { started.record(0) }, input: ())
     let tokens = (1...10_000).map { _ in CancellationToken() }
     for (index, token) in tokens.enumerated() {
       let waiter = TestWaiter(
-        gate, turnedAway: { turnedAway.record(index + 1) }, admitted: { started.record(index + 1) })
-      gate.enter(waiter, token: token)
+        gate, on: token, turnedAway: { turnedAway.record(index + 1) },
+        admitted: { started.record(index + 1) })
+      gate.enter(waiter, input: ())
     }
     #expect(gate.queuedEntries == 10_000)
     // Cancelled in arrival order, and from the back, around one that stays.
@@ -148,8 +151,8 @@ import Testing
           settled.tick()
         }
       }
-      let waiter = TestWaiter(gate, turnedAway: turnedAway, admitted: admitted)
-      gate.enter(waiter, token: tokens[index])
+      let waiter = TestWaiter(gate, on: tokens[index], turnedAway: turnedAway, admitted: admitted)
+      gate.enter(waiter, input: ())
     }
     // The odd waiters are cancelled from other threads while the holders keep leaving.
     DispatchQueue.global().async {
@@ -164,7 +167,7 @@ import Testing
     // Every slot came back: the next `limit` runs start at once.
     let again = Recorder<Int>()
     for index in 0..<limit {
-      gate.enter(TestWaiter(gate) { again.record(index) }, token: CancellationToken())
+      gate.enter(TestWaiter(gate, on: CancellationToken()) { again.record(index) }, input: ())
     }
     #expect(again.count == limit)
   }

@@ -7,17 +7,24 @@ protocol AdmissionWaiter: AnyObject, Sendable {
   var gate: Admission<Self> { get }
   /// Its place in the queue; read and written only under the gate's lock.
   var place: AdmissionPlace { get set }
-  /// It has a slot: start now, and call the gate's ``Admission/leave()`` once done.
-  func admitted()
+  /// The token whose cancellation turns it away while it waits.
+  var waitsOn: CancellationToken { get }
+  /// It has a slot: start now on `input`, and call the gate's ``Admission/leave()`` once done.
+  func admitted(_ input: AnyValue)
   /// Its run was cancelled while it waited: it leaves without a slot, and must report so.
   func turnedAway()
 }
 
 /// Where an ``AdmissionWaiter`` stands, kept in the waiter and guarded by the gate's lock.
+///
+/// Small on purpose: the waiter is made on one thread and freed on another, and it stays within
+/// the allocator's fastest bins only while it is small (see `LimitedRun`). So the handler that
+/// turns it away is kept as its id on ``AdmissionWaiter/waitsOn``, and the input waits in the
+/// queue beside it rather than in it.
 struct AdmissionPlace {
+  fileprivate var registration: UInt64?
   /// In the queue, neither admitted nor turned away; a waiter that is not is a tombstone.
   fileprivate var isWaiting = false
-  fileprivate var registration: CancellationToken.Registration?
 
   init() {}
 }
@@ -34,23 +41,33 @@ struct AdmissionPlace {
 final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private struct State {
     var holders = 0
-    /// Waiters in arrival order from `head` on, tombstones among them. The waiter keeps its
-    /// own place, so cancelling one is a store, not a search.
-    var queue: [Waiter] = []
+    /// Waiters in arrival order from `head` on, tombstones among them, each with the input it
+    /// will start on. The waiter keeps its own place, so cancelling one is a store, not a
+    /// search; a tombstone's input goes when compaction drops it.
+    var queue: [(waiter: Waiter, input: AnyValue)] = []
     var head = 0
     /// The waiters in `queue` that are not tombstones.
     var waitingCount = 0
     var isDraining = false
 
-    /// The next live waiter, out of the queue, and its registration.
-    mutating func popWaiter() -> (Waiter, CancellationToken.Registration?)? {
+    /// The next live waiter, out of the queue, with its registration; its input is moved into
+    /// `input`. Moved, not returned: an optional tuple holding an existential is copied
+    /// through the runtime at each step out of the lock.
+    mutating func popWaiter(
+      input: inout AnyValue
+    ) -> (Waiter, CancellationToken.Registration?)? {
       while head < queue.count {
-        let waiter = queue[head]
+        let waiter = queue[head].waiter
+        let index = head
         head += 1
         if waiter.place.isWaiting {
           waiter.place.isWaiting = false
           waitingCount -= 1
-          return (waiter, waiter.place.registration.take())
+          swap(&input, &queue[index].input)  // The entry behind `head` holds nothing now.
+          let registration = waiter.place.registration.take().map {
+            CancellationToken.Registration(on: waiter.waitsOn, id: $0)
+          }
+          return (waiter, registration)
         }
       }
       return nil
@@ -80,7 +97,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         head = 0
       }
       if held > 64 && held > 2 * waitingCount {
-        queue = queue[head...].filter { $0.place.isWaiting }
+        queue = queue[head...].filter { $0.waiter.place.isWaiting }
         head = 0
       }
     }
@@ -95,25 +112,25 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   var queuedEntries: Int { state.withLock { $0.queue.count - $0.head } }
 
   /// Admits `waiter` now if a slot is free and nobody is waiting, else when its turn comes;
-  /// if `token` is cancelled first, it is turned away. An admitted waiter calls ``leave()``
+  /// if its ``AdmissionWaiter/waitsOn`` token is cancelled first, it is turned away. An admitted waiter calls ``leave()``
   /// exactly once, when its work is done.
-  func enter(_ waiter: Waiter, token: CancellationToken) {
+  func enter(_ waiter: Waiter, input: AnyValue) {
     let queued = state.withLock { state -> Bool in
       if state.waitingCount == 0 && state.holders < limit {
         state.holders += 1
         return false
       }
       waiter.place.isWaiting = true
-      state.queue.append(waiter)
+      state.queue.append((waiter, input))
       state.waitingCount += 1
       return true
     }
-    guard queued else { return waiter.admitted() }
+    guard queued else { return waiter.admitted(input) }
     // Captures the waiter alone, which needs no allocation of its own.
-    let registration = token.onCancel { waiter.gate.cancel(waiter) }
+    let registration = waiter.waitsOn.onCancel { waiter.gate.cancel(waiter) }
     let isSettled = state.withLock { state in
       guard waiter.place.isWaiting else { return true }
-      waiter.place.registration = registration
+      waiter.place.registration = registration.idOnToken
       return false
     }
     // Admitted or turned away meanwhile: the handler has nothing left to guard.
@@ -134,9 +151,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// The drain loop: admits waiters in order while slots are free.
   private func admitWaiting() {
     while true {
+      var input: AnyValue = ()
       let admitted = state.withLock {
         state -> (Waiter, CancellationToken.Registration?)? in
-        guard state.holders < limit, let next = state.popWaiter() else {
+        guard state.holders < limit, let next = state.popWaiter(input: &input) else {
           state.isDraining = false
           state.compact()
           return nil
@@ -146,7 +164,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       guard let (waiter, registration) = admitted else { return }
       registration?.remove()
-      waiter.admitted()
+      waiter.admitted(input)
     }
   }
 
