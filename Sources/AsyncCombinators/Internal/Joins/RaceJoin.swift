@@ -12,12 +12,12 @@ final class RaceJoin: StageSink {
   private let state: Locked<State>
   private let runners: CancellationToken
   private let link: CancellationToken.Registration
-  private let completion: StageCompletion
+  private let report: StageReport
 
-  init(count: Int, token: CancellationToken, completion: StageCompletion) {
+  init(count: Int, token: CancellationToken, report: StageReport) {
     state = Locked(State(remaining: count))
     (runners, link) = token.makeChild()
-    self.completion = completion
+    self.report = report
   }
 
   /// The token the contenders share; cancelled once the race is decided.
@@ -26,13 +26,13 @@ final class RaceJoin: StageSink {
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     guard decide(counting: false) else { return }
     finish()
-    completion.succeed(value)
+    report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     guard decide(counting: !(error is CancellationError)) else { return }
     finish()
-    completion.fail(error)
+    report.fail(error)
   }
 
   /// Ends a race that stopped starting its contenders because its token was cancelled: a race
@@ -40,7 +40,7 @@ final class RaceJoin: StageSink {
   func withdraw() {
     guard decide(counting: false) else { return }
     link.remove()
-    completion.fail(CancellationError())
+    report.fail(CancellationError())
   }
 
   /// Whether this result decides the race; a counted failure decides only when it is the last.
