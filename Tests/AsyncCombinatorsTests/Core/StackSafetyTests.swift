@@ -61,3 +61,54 @@ private func runOnSmallStack(_ function: AsyncFunc<Int, Int>, _ input: Int) asyn
     }
   }
 }
+
+@Suite struct PromiseChainStackSafetyTests {
+  /// A promise of `links` links, each a `then`: what `+>` builds one object a link for.
+  private static func chain(_ links: Int) -> Promise<Int> {
+    (0..<links).reduce(firstly { 0 }) { promise, _ in promise.then { $0 &+ 1 } }
+  }
+
+  @Test func a_then_link_is_one_object_that_follows_the_chain_before_it() {
+    guard case .then(let link) = Self.chain(2).chain.program else {
+      Issue.record("the last link is not a `then` node")
+      return
+    }
+    guard case .then = link.previous else {
+      Issue.record("the link before it is not a `then` node")
+      return
+    }
+    #expect(String(describing: Self.chain(2).chain) == "firstly +> then +> then")
+  }
+
+  @Test func a_block_held_elsewhere_is_not_taken_over_by_the_link() async throws {
+    // The same block in two chains: each `+>` must leave it as it is.
+    let block = AsyncFunc<Int, Int>.block(on: nil) { $0 * 10 }
+    let first = AsyncFunc<Int, Int>.sync { $0 + 1 } +> block
+    let second = AsyncFunc<Int, Int>.sync { $0 + 2 } +> block
+    #expect(try await first(1) == 20)
+    #expect(try await second(1) == 30)
+    #expect(try await block(1) == 10)
+  }
+
+  @Test func a_hundred_thousand_links_run_and_are_released_on_a_small_stack() async {
+    // In a child process: a stack overflow would otherwise end the whole test run.
+    await #expect(processExitsWith: .success) {
+      let ran = DispatchSemaphore(value: 0)
+      let released = DispatchSemaphore(value: 0)
+      let thread = Thread {
+        var promise: Promise<Int>? = PromiseChainStackSafetyTests.chain(100_000)
+        promise!.chain.run(()) { result in
+          precondition((try? result.get()) == 100_000)
+          ran.signal()
+        }
+        ran.wait()
+        promise = nil
+        _ = promise
+        released.signal()
+      }
+      thread.stackSize = 512 * 1024
+      thread.start()
+      released.wait()
+    }
+  }
+}

@@ -28,7 +28,7 @@ extension Program {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
       stage.body(input, token, StageReport(sink: sink, branch: branch, counted: counted))
-    case .direct, .serial, .sequence, .hop:
+    case .direct, .serial, .sequence, .hop, .then:
       start(input, token: token, report: StageReport(sink: sink, branch: branch, counted: nil))
     }
   }
@@ -61,7 +61,7 @@ extension Program {
       }
       event?.end(.succeeded)
       report.succeed(value)
-    case .serial, .sequence, .hop:
+    case .serial, .sequence, .hop, .then:
       Run(token: token, ownsCancellation: false) { result in report.complete(result) }
         .start(self, input)
     }

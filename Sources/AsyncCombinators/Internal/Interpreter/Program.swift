@@ -71,6 +71,9 @@ enum Program: Sendable {
   /// it is a promise block. Nothing can complete twice or race the start, so it needs no
   /// completion object.
   case hop(HopNode)
+  /// `node.previous +> .hop(node)` in one object: a promise's `then`, which `+>` builds in
+  /// place when its right side is a block nothing else holds (see `Program.serial`).
+  case then(HopNode)
 
   var shape: Shape {
     switch self {
@@ -78,8 +81,24 @@ enum Program: Sendable {
     case .direct(let stage): stage.shape
     case .modifier(let stage): stage.shape
     case .hop(let node): node.shape
-    case .serial, .sequence: .hidden
+    case .serial, .sequence, .then: .hidden
     }
+  }
+
+  /// `first +> second`. When `second` is a promise block that nothing else holds and that
+  /// follows nothing yet, the block takes `first` as what it follows and becomes the `+>`:
+  /// one object a link rather than two, to build, walk and free.
+  static func serial(_ first: Program, _ second: consuming Program) -> Program {
+    // Matched without binding first, then taken out of the consumed value: a binding in a
+    // `switch` holds a reference of its own in an unoptimized build, and the node would never
+    // look unique.
+    guard case .hop = second else { return .serial(SerialNode(first, second)) }
+    guard case .hop(var node) = consume second else { fatalError() }
+    guard node.canFollow, isKnownUniquelyReferenced(&node) else {
+      return .serial(SerialNode(first, .hop(node)))
+    }
+    node.follow(first)
+    return .then(node)
   }
 }
 
@@ -103,23 +122,50 @@ final class SerialNode: @unchecked Sendable {
   }
 
   deinit {
-    // Most nodes die with no uniquely held `SerialNode` below them: the worklist then never
+    // Most nodes die with no uniquely held chain node below them: the worklist then never
     // allocates.
-    var pending: [SerialNode] = []
-    Self.detach(&first, into: &pending)
-    Self.detach(&second, into: &pending)
-    while let node = pending.popLast() {
-      Self.detach(&node.first, into: &pending)
-      Self.detach(&node.second, into: &pending)
-    }  // Each `node` is released here, childless, so its own `deinit` has nothing to walk.
+    var pending: [ChainLink] = []
+    ChainLink.detach(&first, into: &pending)
+    ChainLink.detach(&second, into: &pending)
+    ChainLink.tearDown(&pending)
   }
 
+  fileprivate func detachChildren(into pending: inout [ChainLink]) {
+    ChainLink.detach(&first, into: &pending)
+    ChainLink.detach(&second, into: &pending)
+  }
+}
+
+/// A node that links one program to the next, `SerialNode` or a `then` hop: what a long chain
+/// nests, and what must be taken apart without recursing when it dies.
+private enum ChainLink {
+  case serial(SerialNode)
+  case then(HopNode)
+
   /// Moves `program`'s node onto `pending` when this is its last reference.
-  private static func detach(_ program: inout Program, into pending: inout [SerialNode]) {
-    guard case .serial = program else { return }
-    guard case .serial(var node) = consume program else { fatalError() }
-    program = .identity  // Leaves `node` as the only reference, if nothing else shares it.
-    if isKnownUniquelyReferenced(&node) { pending.append(node) }
+  static func detach(_ program: inout Program, into pending: inout [ChainLink]) {
+    // Matched without binding first, then taken out: a `switch` on `program` would hold a
+    // reference of its own in an unoptimized build, and no node would look unique.
+    if case .serial = program {
+      guard case .serial(var node) = consume program else { fatalError() }
+      program = .identity  // Leaves `node` as the only reference, if nothing else shares it.
+      if isKnownUniquelyReferenced(&node) { pending.append(.serial(node)) }
+    } else if case .then = program {
+      guard case .then(var node) = consume program else { fatalError() }
+      program = .identity
+      if isKnownUniquelyReferenced(&node) { pending.append(.then(node)) }
+    }
+  }
+
+  /// Takes every pending node's children off it before it is released, so that each dies
+  /// with nothing left to release below it.
+  static func tearDown(_ pending: inout [ChainLink]) {
+    while let link = pending.popLast() {
+      switch link {
+      case .serial(let node): node.detachChildren(into: &pending)
+      case .then(let node): node.detachPrevious(into: &pending)
+      }
+    }  // Each node is released here, childless, so its own `deinit` has nothing to walk.
   }
 }
 
@@ -206,17 +252,39 @@ final class DirectStage: Sendable {
 /// Where a `.hop` resumes its run. On its own a hop passes its value through; a promise block
 /// is a `BlockNode`, which runs its body there first.
 ///
-/// No lock makes it safe: every stored property is a `let` of a `Sendable` type, here and in
-/// the subclass, but a class that can be subclassed cannot say so to the compiler, hence
-/// `@unchecked`.
+/// No lock makes it safe: every stored property but `previous` is a `let` of a `Sendable` type,
+/// here and in the subclass, and `previous` is written only while one reference holds the
+/// node: by `+>` before it hands the node out, and by a `deinit` taking a chain apart. A class
+/// that can be subclassed cannot say so to the compiler, hence `@unchecked`.
 @usableFromInline
 class HopNode: @unchecked Sendable {
   let performer: any BlockPerformer
   let shape: Shape
+  /// What a `.then` runs before this hop; the identity while the node is a plain `.hop`.
+  @exclusivity(unchecked) private(set) var previous = Program.sequence([])
+  /// Whether `+>` may make this node a `then`: a promise block that follows nothing yet.
+  private(set) var canFollow: Bool
 
-  init(_ performer: any BlockPerformer, shape: Shape = .hidden) {
+  init(_ performer: any BlockPerformer, shape: Shape = .hidden, isBlock: Bool = false) {
     self.performer = performer
     self.shape = shape
+    canFollow = isBlock
+  }
+
+  deinit {
+    var pending: [ChainLink] = []
+    ChainLink.detach(&previous, into: &pending)
+    ChainLink.tearDown(&pending)
+  }
+
+  /// Makes the node `first +> self`; only while nothing else holds it.
+  fileprivate func follow(_ first: Program) {
+    previous = first
+    canFollow = false
+  }
+
+  fileprivate func detachPrevious(into pending: inout [ChainLink]) {
+    ChainLink.detach(&previous, into: &pending)
   }
 
   /// What runs on the performer before the rest of the run.
@@ -237,7 +305,7 @@ final class BlockNode<Input: Sendable, Output: Sendable>: HopNode, @unchecked Se
     body: @escaping @Sendable (Input) throws -> Output
   ) {
     self.body = body
-    super.init(performer, shape: .stage(label))
+    super.init(performer, shape: .stage(label), isBlock: true)
   }
 
   override func run(_ value: AnyValue) throws -> AnyValue { try body(unbox(value)) }

@@ -167,6 +167,10 @@ final class Run: StageSink, @unchecked Sendable {
         position.push(.program(pair.second))
         node = pair.first
         continue
+      case .then(let link):
+        position.push(.program(.hop(link)))
+        node = link.previous
+        continue
       case .sequence(let programs):
         if let head = position.enter(programs) {
           node = head

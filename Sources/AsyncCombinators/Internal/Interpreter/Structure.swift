@@ -55,6 +55,9 @@ extension Program {
         pending.append(pair.first)
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
+      case .then(let link):
+        pending.append(.hop(link))
+        pending.append(link.previous)
       case .hop:
         parts.append(next)  // Hidden unless it is a promise block.
       case .callback, .direct, .modifier:
