@@ -13,7 +13,7 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
   let f = AsyncFunc<Int, Int>(name: "f") { x, complete in
     DispatchQueue.global().async { complete(.success(x &+ 1)) }
   }
-  let modifiers: [(String, AsyncFunc<[Int], [Int]>)] = [
+  let allModifiers: [(String, AsyncFunc<[Int], [Int]>)] = [
     ("none", f.concurrentMap()),
     ("on(queue)", f.on(DispatchQueue.global()).concurrentMap()),
     ("recover", f.recover { _ in 0 }.concurrentMap()),
@@ -30,6 +30,11 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
     ("none, limit 1", f.concurrentMap(limit: 1)),
   ]
 
+  // `BENCHMARK_MODIFIERS="none,timeout(30 s)"` keeps those rows alone: a row's cost can depend
+  // on the rows around it, through Dispatch's threads and the allocator's bins.
+  let only = ProcessInfo.processInfo.environment["BENCHMARK_MODIFIERS"]
+  let kept = only?.split(separator: ",").map(String.init)
+  let modifiers = kept.map { names in allModifiers.filter { names.contains($0.0) } } ?? allModifiers
   print("\nModifiers inside concurrentMap, f completing on a global queue (ns/element)")
   var perElement: [[Double]] = Array(repeating: [], count: modifiers.count)
   for width in widths {
@@ -48,12 +53,15 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
       format($0).padding(toLength: 11, withPad: " ", startingAt: 0)
     }
     let growth = perElement[index].last! / perElement[index].first!
-    let plain = name.hasSuffix("limit 1") ? perElement[modifiers.count - 1] : perElement[0]
+    let plainName = name.hasSuffix("limit 1") ? "none, limit 1" : "none"
     let middle = widths.count / 2
+    // Against the plain fold of the same run; "-" when that row was left out.
+    let overhead = modifiers.firstIndex { $0.0 == plainName }.map {
+      "x" + String(format: "%.2f", perElement[index][middle] / perElement[$0][middle])
+    }
     print(
       name.padding(toLength: 18, withPad: " ", startingAt: 0) + figures.joined()
-        + "x\(String(format: "%.2f", growth))    x\(String(format: "%.2f", perElement[index][middle] / plain[middle]))"
-    )
+        + "x\(String(format: "%.2f", growth))    \(overhead ?? "-")")
   }
 }
 

@@ -394,6 +394,10 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   /// The token this one is a child of.
   final var parentToken: CancellationToken? { parent }
 
+  /// Removes the handler whose ``Registration/idOnToken`` is `id` from this token's parent: for
+  /// a child that keeps its registration on its parent as the id alone.
+  final func removeFromParent(_ id: UInt64) { parent?.removeHandler(id) }
+
   /// Stops forwarding the parent's cancellation to this child's handlers, as removing the
   /// link ``makeChild()`` returns does: for a child that is its own work's object.
   final func detachFromParent() { detach() }

@@ -53,28 +53,14 @@ extension AsyncFunc {
     let inner = program
     let timers = TimerClock(clock)
     let nanoseconds = OneShotTimer.nanoseconds(duration)
-    let spec = TimeoutSpec(duration, onDispatch: timers.isDispatch)
+    let onDispatch = timers.isDispatch
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = timers.deadline(after: duration, inNanoseconds: nanoseconds)
-      let race = TimeoutRace(report, childOf: token, spec)
+      let race = TimeoutRace(report, childOf: token, duration, onDispatch: onDispatch)
       inner.start(input, token: race, sink: race)
       race.arm(deadline, run: token)
     }
-  }
-}
-
-/// What every run of one `timeout` shares: kept apart so that each run's race stays small.
-private final class TimeoutSpec: Sendable {
-  /// The timeout, for its error.
-  let duration: Duration
-  /// Whether the deadline is on the default clock, where ``SharedTimers`` keeps the timer;
-  /// another clock's timer is armed on the race as a token, which cancelling it stops.
-  let onDispatch: Bool
-
-  init(_ duration: Duration, onDispatch: Bool) {
-    self.duration = duration
-    self.onDispatch = onDispatch
   }
 }
 
@@ -86,7 +72,10 @@ private final class TimeoutSpec: Sendable {
 /// closure and the run's cancellation handler each capture it alone (a closure with one object
 /// captured needs no allocation of its own), and it removes both itself. It is kept within 120
 /// bytes, the most glibc serves from its fastest bins: a fold's races are made on one thread
-/// and freed on others, and a larger object would take the allocator's lock on each free.
+/// and freed on others, and a larger object would take the allocator's lock on each free. And
+/// it holds no reference to an object every run shares beyond its parent and its sink: the
+/// registration is kept as its id on the parent, and the duration by value, since every
+/// reference to a shared object is an atomic count that the fold's threads pass back and forth.
 ///
 /// Its state is `phase`, one atomic: `timer` and `registration` are written only by `arm`,
 /// before it publishes them by moving the phase to `armed`, and read only by the one thread
@@ -106,16 +95,24 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
   }
 
   private let report: StageReport
-  private let spec: TimeoutSpec
+  /// The timeout, for its error.
+  private let duration: Duration
   @exclusivity(unchecked) private var timer = SharedTimers.Timer.none
-  @exclusivity(unchecked) private var registration = CancellationToken.Registration.none
+  /// The run's cancellation handler, as its id on the run's token (this token's parent).
+  @exclusivity(unchecked) private var registration: UInt64?
   private let phase = Atomic<UInt8>(Phase.starting)
+  /// Whether the deadline is on the default clock, where ``SharedTimers`` keeps the timer;
+  /// another clock's timer is armed on this token, which cancelling it stops.
+  private let onDispatch: Bool
 
   /// As a token, a child of `run`: cancelled if the timer wins, which stops the inner run (and
   /// a timer armed on it, on a clock other than the default).
-  init(_ report: StageReport, childOf run: CancellationToken, _ spec: TimeoutSpec) {
+  init(
+    _ report: StageReport, childOf run: CancellationToken, _ duration: Duration, onDispatch: Bool
+  ) {
     self.report = report
-    self.spec = spec
+    self.duration = duration
+    self.onDispatch = onDispatch
     super.init(parent: run)
   }
 
@@ -125,7 +122,7 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
     guard let due = deadline.dispatchTime else {
       return deadline.arm(token: self) { self.expire() }
     }
-    registration = token.onCancel { self.runCancelled() }
+    registration = token.onCancel { self.runCancelled() }.idOnToken
     timer = SharedTimers.shared.schedule(at: due) { self.expire() }
     guard
       !phase.compareExchange(
@@ -134,7 +131,7 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
     else { return }
     // The race was decided, or the run cancelled, while they were made: no one else will
     // take them back.
-    registration.remove()
+    removeRegistration()
     timer.cancel()
   }
 
@@ -154,13 +151,13 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
   private func expire() {
     guard decide() else { return }
     cancel()  // Stops the inner run.
-    report.fail(TimeoutError(duration: spec.duration))
+    report.fail(TimeoutError(duration: duration))
   }
 
   /// The inner run has reported, so only its token's ties are left: another clock's timer,
   /// armed on it, or the link a handler registered on it made to the run's token.
   private func endInnerWork() {
-    if spec.onDispatch { detachFromParent() } else { cancel() }
+    if onDispatch { detachFromParent() } else { cancel() }
   }
 
   /// The run was cancelled: the timer stops; the inner run, cancelled with it, still reports.
@@ -177,6 +174,10 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
     }
   }
 
+  private func removeRegistration() {
+    if let id = registration { removeFromParent(id) }
+  }
+
   /// Claims the win: `true` for the first of the result and the timer.
   private func decide() -> Bool {
     var current = phase.load(ordering: .relaxed)
@@ -185,7 +186,7 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
         expected: current, desired: Phase.decided, ordering: .acquiringAndReleasing)
       if exchanged {
         if current == Phase.armed {
-          registration.remove()
+          removeRegistration()
           timer.cancel()  // Nothing to do if this is the timer firing.
         }
         return true
