@@ -296,9 +296,6 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     /// The entry's id (see `Entry`), or `.max` for the link of a child made by `makeChild()`.
     fileprivate let id: UInt64
 
-    /// A registration of nothing, for an owner that keeps one in place of an optional.
-    static var none: Registration { Registration(token: nil, id: 0) }
-
     /// The registration without its token, for an owner that knows the token and keeps 8
     /// bytes instead of 16; `nil` for a handler that ran at once.
     var idOnToken: UInt64? { token == nil ? nil : id }
