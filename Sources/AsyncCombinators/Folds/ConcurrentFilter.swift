@@ -64,7 +64,8 @@ extension AsyncFunc where Output == Bool {
 }
 
 /// The elements whose verdict is `true`, in order. A pointer loop, for the reason
-/// `unboxPresent` gives: `zip(…).filter(…).map(…)` unspecialized costs more than the fold.
+/// `FanOutValues.unboxPresent` gives: `zip(…).filter(…).map(…)` unspecialized costs more than
+/// the fold.
 private func accepted<Element>(_ elements: [Element], _ verdicts: [Bool]) -> [Element] {
   var count = 0
   for verdict in verdicts where verdict { count += 1 }

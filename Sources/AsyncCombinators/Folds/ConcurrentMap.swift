@@ -86,7 +86,7 @@ extension AsyncFunc {
       ) { outcome in
         switch outcome {
         case .finished(let values, _):
-          complete(.success(unboxPresent(values, as: Output.self)))
+          complete(.success(values.unboxPresent(as: Output.self)))
         case .tooManyFailures(let failures):
           complete(
             .failure(

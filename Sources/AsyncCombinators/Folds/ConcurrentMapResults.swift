@@ -67,16 +67,16 @@ extension AsyncFunc {
 }
 
 /// Every element's outcome in input order: a value, or the failure recorded for its index.
-/// A pointer loop, for the reason `unboxPresent` gives.
+/// A pointer loop, for the reason `FanOutValues.unboxPresent` gives.
 private func results<Output>(
-  _ values: [AnyValue?], _ failures: [FanOutFailure], as _: Output.Type
+  _ values: FanOutValues, _ failures: [FanOutFailure], as _: Output.Type
 ) -> [Result<Output, any Error>] {
   var errors: [Int: any Error] = [:]
   for failure in failures { errors[failure.index] = failure.error }
   return Array(unsafeUninitializedCapacity: values.count) { buffer, initialized in
-    for (index, value) in values.enumerated() {
+    for index in 0..<values.count {
       let result: Result<Output, any Error> =
-        if let value { .success(unbox(value)) } else {
+        if let value = values.value(at: index, as: Output.self) { .success(value) } else {
           .failure(errors[index] ?? CancellationError())
         }
       (buffer.baseAddress! + index).initialize(to: result)

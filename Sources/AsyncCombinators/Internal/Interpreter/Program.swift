@@ -327,20 +327,3 @@ func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
   }
   return open(value)
 }
-
-/// The values that are there, unboxed, in order: the outputs of a fold whose failed elements
-/// left `nil`.
-///
-/// A loop over a pointer rather than `compactMap`: a fold is generic over its element type and
-/// runs unspecialized, and there `compactMap` asks the runtime for the result's type metadata
-/// once per element, which cost more than the rest of the fold's work for that element.
-func unboxPresent<Value>(_ values: [AnyValue?], as _: Value.Type = Value.self) -> [Value] {
-  var count = 0
-  for value in values where value != nil { count += 1 }
-  return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
-    for case let value? in values {
-      (buffer.baseAddress! + initialized).initialize(to: unbox(value))
-      initialized += 1
-    }
-  }
-}

@@ -50,6 +50,8 @@ final class FanOut<Element: Sendable>: SlotJoin {
   private let limit: Int
   private let allowedFailures: Int
   private let state: Locked<State>
+  /// The elements' outputs, each written by its element's completion.
+  private let values: FanOutValues
   /// Set with `isDone`; see `startElements`.
   private let ended = Atomic<Bool>(false)
   /// Cancelled with the parent token, or by the join itself when it fails.
@@ -69,8 +71,8 @@ final class FanOut<Element: Sendable>: SlotJoin {
     self.limit = limit
     self.allowedFailures = allowedFailures
     self.completion = completion
-    state = Locked(
-      State(values: Array(repeating: nil, count: elements.count), remaining: elements.count))
+    values = FanOutValues(count: elements.count)
+    state = Locked(State(remaining: elements.count))
     (branches, link) = token.makeChild()
   }
 
@@ -81,7 +83,9 @@ final class FanOut<Element: Sendable>: SlotJoin {
     token: CancellationToken, progress: (@Sendable (BatchProgress) -> Void)? = nil,
     completion: @escaping @Sendable (Outcome) -> Void
   ) {
-    guard !elements.isEmpty else { return completion(.finished(values: [], failures: [])) }
+    guard !elements.isEmpty else {
+      return completion(.finished(values: FanOutValues(count: 0), failures: []))
+    }
     let join = FanOut(
       elements: elements, program: program, limit: limit, allowedFailures: allowedFailures,
       token: token, progress: progress, completion: completion)
@@ -136,11 +140,13 @@ final class FanOut<Element: Sendable>: SlotJoin {
   private var countsBodies: Bool { limit < elements.count }
 
   func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
-    deliver(index, .success(value))
+    // The element's own slot, written once, outside the lock (see `FanOutValues`).
+    values.store(value, at: index)
+    deliver(index, failure: nil)
   }
 
   func stageFailed(_ error: any Error, branch index: Int) {
-    deliver(index, .failure(error))
+    deliver(index, failure: error)
   }
 
   /// An element whose bodies have all called back gives its slot to the next element.
@@ -154,7 +160,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
     if startMore { startElements() }
   }
 
-  private func deliver(_ index: Int, _ result: AnyResult) {
+  private func deliver(_ index: Int, failure: (any Error)?) {
     // A result that races the parent's cancellation is the cancellation, as in a `Run`.
     if branches.isCancelled { return end(.cancelled) }
     var drains = false
@@ -164,22 +170,20 @@ final class FanOut<Element: Sendable>: SlotJoin {
       state.remaining -= 1
       if progress != nil {
         state.completed += 1
-        if case .failure = result { state.failed += 1 }
+        if failure != nil { state.failed += 1 }
         drains = state.reports.enqueue(
           BatchProgress(
             completed: state.completed, failed: state.failed,
             inFlight: state.next - state.completed,
             total: elements.count))
       }
-      switch result {
-      case .success(let value):
-        state.values[index] = value
-      case .failure(let error) where error is CancellationError:
-        // The element cancelled itself while the join was not cancelled: that cancels the
-        // whole, whatever the tolerance.
-        markDone(&state)
-        return .finish(.cancelled)
-      case .failure(let error):
+      if let error = failure {
+        if error is CancellationError {
+          // The element cancelled itself while the join was not cancelled: that cancels the
+          // whole, whatever the tolerance.
+          markDone(&state)
+          return .finish(.cancelled)
+        }
         state.failures.append(Failure(index: index, error: error))
         if state.failures.count > allowedFailures {
           markDone(&state)
@@ -188,8 +192,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
       }
       if state.remaining == 0 {
         markDone(&state)
-        defer { state.values = [] }
-        return .finish(.finished(values: state.values, failures: state.failures))
+        return .finish(.finished(values: values, failures: state.failures))
       }
       guard !countsBodies, !state.isStarting, state.next < elements.count else {
         return .nothing
@@ -295,8 +298,8 @@ struct FanOutFailure: Sendable {
 }
 
 enum FanOutOutcome: Sendable {
-  /// Every element finished; `values[i]` is `nil` where element `i` failed within tolerance.
-  case finished(values: [AnyValue?], failures: [FanOutFailure])
+  /// Every element finished; element `i` has no value where it failed within tolerance.
+  case finished(values: FanOutValues, failures: [FanOutFailure])
   /// The failure beyond tolerance happened: these are all the failures seen so far.
   case tooManyFailures([FanOutFailure])
   case cancelled
@@ -309,7 +312,6 @@ private enum FanOutNext {
 }
 
 private struct FanOutState {
-  var values: [AnyValue?]
   var failures: [FanOutFailure] = []
   /// The index of the next element to start.
   var next = 0
