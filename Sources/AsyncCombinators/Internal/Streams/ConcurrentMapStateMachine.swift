@@ -68,7 +68,7 @@ struct ConcurrentMapStateMachine: Sendable {
   private var ready = FIFO<AnyValue>()
   private var readyCount = 0
   /// Ordered: a slot per element pulled and not yet yielded or skipped.
-  private var window = ReorderWindow()
+  private let window = ReorderWindow()
   /// The error the stream ends with once set: the source's, the tolerance's, or
   /// `CancellationError` for an element's own cancellation or the consumer giving up.
   private var failure: (any Error)?
@@ -133,8 +133,8 @@ struct ConcurrentMapStateMachine: Sendable {
   /// The next output in the order the stream promises, or the end once every report is out.
   private mutating func take() -> Step? {
     if ordered {
-      if case .value(let value)? = window.first {
-        _ = window.removeFirst()
+      if window.first == .value {
+        let value = window.removeFirstValue()
         dropSkipped()
         return .output(value)
       }
@@ -156,8 +156,7 @@ struct ConcurrentMapStateMachine: Sendable {
 
   private var hasOutput: Bool {
     if ordered {
-      if case .value? = window.first { return true }
-      return false
+      return window.first == .value
     }
     return readyCount > 0
   }
@@ -191,7 +190,7 @@ struct ConcurrentMapStateMachine: Sendable {
     isPulling = false
     guard failure == nil else { return .dropped }
     defer { pulled += 1 }
-    if ordered { window.append(.running) }
+    if ordered { window.appendRunning() }
     guard running < limit else {
       pending.append((pulled, input))
       pendingCount += 1
@@ -242,7 +241,7 @@ struct ConcurrentMapStateMachine: Sendable {
     guard failure == nil else { return effects }  // Cancelled with the rest: not reported.
     countFinished(failed: false, &effects)
     if ordered {
-      window.set(.value(value), at: index)
+      window.setValue(value, at: index)
     } else {
       ready.append(value)
       readyCount += 1
@@ -270,7 +269,7 @@ struct ConcurrentMapStateMachine: Sendable {
       {
         terminate(exceeded(), &effects)
       } else if ordered {
-        window.set(.skipped, at: index)
+        window.setSkipped(at: index)
         dropSkipped()
       }
     }
@@ -318,7 +317,7 @@ struct ConcurrentMapStateMachine: Sendable {
   }
 
   private mutating func dropSkipped() {
-    while case .skipped? = window.first { _ = window.removeFirst() }
+    while window.first == .skipped { window.removeFirst() }
   }
 
   private func exceeded() -> FailureRateExceeded {
