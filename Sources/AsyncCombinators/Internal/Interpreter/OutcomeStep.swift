@@ -96,7 +96,7 @@ extension [OutcomeStep] {
   ///   - token: The stage's token, kept whenever a step needs it.
   /// - Returns: What a `retry` step hands over instead of an outcome to report, if it does.
   func apply(
-    to outcome: inout StepOutcome, input: UnsafePointer<AnyValue?>, token: CancellationToken?
+    to outcome: inout StepOutcome, input: UnsafePointer<AnyValue>, token: CancellationToken?
   ) -> RetryHandOver? {
     // By index: `enumerated()` copied each step through the runtime's value witnesses.
     for index in indices {
@@ -119,9 +119,9 @@ extension [OutcomeStep] {
         }
       case .tap(let observe):
         if let error = outcome.error {
-          observe(input.pointee!, .failure(error))
+          observe(input.pointee, .failure(error))
         } else {
-          observe(input.pointee!, .success(outcome.value!))
+          observe(input.pointee, .success(outcome.value!))
         }
       case .finally(let cleanup):
         let token = token!
@@ -133,7 +133,7 @@ extension [OutcomeStep] {
         var event: StageEvent?
         if let observer = token.observer { event = StageEvent.begin(cleanup.shape, observer) }
         do {
-          _ = try cleanup.body(input.pointee!)
+          _ = try cleanup.body(input.pointee)
           event?.end(.succeeded)
         } catch {
           event?.end(StageOutcome(error))
@@ -166,14 +166,14 @@ extension [OutcomeStep] {
   ///   - input: As for ``apply(to:input:token:)``; set whenever a step needs it.
   ///   - token: Set whenever a step needs it.
   func finish(
-    _ outcome: consuming StepOutcome, input: UnsafePointer<AnyValue?>, token: CancellationToken?,
+    _ outcome: consuming StepOutcome, input: UnsafePointer<AnyValue>, token: CancellationToken?,
     counted: InFlightWork?, sink: any StageSink, branch: Int
   ) {
     var outcome = outcome
     let handOver = apply(to: &outcome, input: input, token: token)
     counted?.leave()
     if let handOver {
-      return handOver.start(input: input.pointee!, token: token!, sink: sink, branch: branch)
+      return handOver.start(input: input.pointee, token: token!, sink: sink, branch: branch)
     }
     outcome.report(to: sink, branch: branch)
   }

@@ -105,7 +105,7 @@ final class RetryLoop: StageSink {
     case .success(let value): outcome = StepOutcome(value: value, error: nil)
     case .failure(let error): outcome = StepOutcome(value: nil, error: error)
     }
-    withUnsafePointer(to: Optional(input)) {
+    withUnsafePointer(to: input) {
       after.finish(
         outcome, input: $0, token: token, counted: report.counted, sink: report.sink,
         branch: report.branch)

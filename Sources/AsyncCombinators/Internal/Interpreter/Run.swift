@@ -382,9 +382,11 @@ final class StageCompletion: @unchecked Sendable {
   @exclusivity(unchecked) private var counted: InFlightWork?
   /// While traced: the stage's event, and the handler that ends it when the run is cancelled.
   @exclusivity(unchecked) private var traced: TracedStage?
-  /// The stage's input and token, kept only when a fused step needs them (`finally`, `tap`).
-  /// Two optionals, not an optional pair, so that checking them asks the runtime nothing.
-  @exclusivity(unchecked) private var stepInput: AnyValue?
+  /// The stage's input and token, kept only when a fused step needs them (`finally`, `tap`),
+  /// which `stepToken` says. The input is `()` otherwise rather than optional: an optional
+  /// existential is checked, copied and destroyed through the runtime's value witnesses, where
+  /// a plain one is only destroyed.
+  @exclusivity(unchecked) private var stepInput: AnyValue = ()
   @exclusivity(unchecked) private var stepToken: CancellationToken?
 
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
@@ -415,7 +417,7 @@ final class StageCompletion: @unchecked Sendable {
     self.stage = stage
     self.counted = counted
     if stepToken != nil {
-      stepInput = nil
+      stepInput = ()
       stepToken = nil
     }
     if token.observer != nil && !stage.hopsFirst { traced = TracedStage.begin(stage, token) }
@@ -428,7 +430,7 @@ final class StageCompletion: @unchecked Sendable {
     let token = stepToken!
     if token.isCancelled { return fail(CancellationError()) }
     if token.observer != nil { traced = TracedStage.begin(stage, token) }
-    stage.body(stepInput!, token, self)
+    stage.body(stepInput, token, self)
   }
 
   /// Whether the stage has completed, read by the loop once it holds the only reference and
