@@ -67,7 +67,9 @@ struct ConcurrentMapStateMachine: Sendable {
   /// Unordered: outputs in the order they finished.
   private var ready = FIFO<AnyValue>()
   private var readyCount = 0
-  /// Ordered: a slot per element pulled and not yet yielded or skipped.
+  /// Ordered: a slot per element pulled and not yet yielded or skipped. A class, which a copy
+  /// of the machine would share; the machine lives in one place, behind the storage's lock, and
+  /// is only ever changed there, never copied.
   private let window = ReorderWindow()
   /// The error the stream ends with once set: the source's, the tolerance's, or
   /// `CancellationError` for an element's own cancellation or the consumer giving up.
