@@ -252,10 +252,11 @@ final class DirectStage: Sendable {
 /// Where a `.hop` resumes its run. On its own a hop passes its value through; a promise block
 /// is a `BlockNode`, which runs its body there first.
 ///
-/// No lock makes it safe: every stored property but `previous` is a `let` of a `Sendable` type,
-/// here and in the subclass, and `previous` is written only while one reference holds the
-/// node: by `+>` before it hands the node out, and by a `deinit` taking a chain apart. A class
-/// that can be subclassed cannot say so to the compiler, hence `@unchecked`.
+/// No lock makes it safe: every stored property but `previous` and `canFollow` is a `let` of a
+/// `Sendable` type, here and in the subclass, and those two are written only while one
+/// reference holds the node: by `+>` before it hands the node out, and (`previous`) by a
+/// `deinit` taking a chain apart. A class that can be subclassed cannot say so to the compiler,
+/// hence `@unchecked`.
 @usableFromInline
 class HopNode: @unchecked Sendable {
   let performer: any BlockPerformer
@@ -263,7 +264,7 @@ class HopNode: @unchecked Sendable {
   /// What a `.then` runs before this hop; the identity while the node is a plain `.hop`.
   @exclusivity(unchecked) private(set) var previous = Program.sequence([])
   /// Whether `+>` may make this node a `then`: a promise block that follows nothing yet.
-  private(set) var canFollow: Bool
+  @exclusivity(unchecked) private(set) var canFollow: Bool
 
   init(_ performer: any BlockPerformer, shape: Shape = .hidden, isBlock: Bool = false) {
     self.performer = performer
@@ -292,9 +293,10 @@ class HopNode: @unchecked Sendable {
 }
 
 /// A promise block: a hop and a synchronous body in one object. `@unchecked` for the reason
-/// `HopNode` gives: no lock, because nothing in it is ever written after `init`. Typed, so the body is stored
-/// as the caller wrote it, with no erasing closure around it: a link costs two objects to
-/// build (this and its `+>`) rather than four.
+/// `HopNode` gives: no lock, because its own `body` is a `let` and what `HopNode` writes is
+/// written only while one reference holds the node. Typed, so the body is stored as the caller
+/// wrote it, with no erasing closure around it; and `+>` makes the block itself the link, so a
+/// `then` costs one object to build rather than four.
 @usableFromInline
 final class BlockNode<Input: Sendable, Output: Sendable>: HopNode, @unchecked Sendable {
   let body: @Sendable (Input) throws -> Output
