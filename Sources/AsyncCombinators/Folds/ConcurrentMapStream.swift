@@ -149,6 +149,9 @@ where Base.Element: Sendable {
     @inlinable
     public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Output? {
       let storage = lifetime.storage
+      // Once a call, not at every step: a wait below sees a later cancellation through its
+      // handler, and a source that ends because of it is checked where it ends.
+      if Task.isCancelled { storage.consumerGone() }
       while true {
         switch storage.nextStep() {
         case .output(let output):

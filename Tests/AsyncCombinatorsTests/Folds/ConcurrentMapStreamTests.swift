@@ -396,6 +396,29 @@ import Testing
     withExtendedLifetime(parked) {}  // Released uncalled sooner, a run would fail the stream.
   }
 
+  @Test func a_consumer_that_never_waits_still_stops_at_its_next_call_once_cancelled()
+    async throws
+  {
+    // A synchronous function over a source that never suspends: outputs are always ready, so
+    // the consumer never waits and no cancellation handler runs. Its next call must still end.
+    let double = AsyncFunc<Int, Int>.sync(name: "double") { $0 * 2 }
+    let outputs = double.concurrentMap(over: ArraySource(Array(0..<100)), limit: 4)
+    let taken = Task {
+      var taken: [Int] = []
+      do {
+        for try await output in outputs {
+          taken.append(output)
+          if taken.count == 2 { withUnsafeCurrentTask { $0?.cancel() } }
+        }
+      } catch is CancellationError {
+        return taken
+      }
+      Issue.record("the stream ended without CancellationError after \(taken.count) outputs")
+      return taken
+    }
+    #expect(try await taken.value == [0, 2])
+  }
+
   @Test func source_error_cancels_running_elements_and_ends_the_stream_with_it() async throws {
     let parking = Parking<Int, Int>()
     let source = ControlledSource(failAt: 3)

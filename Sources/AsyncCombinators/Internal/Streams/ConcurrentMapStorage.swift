@@ -36,8 +36,7 @@ final class ConcurrentMapStorage: StageSink {
   /// The consumer's next step: pull, hand out an output or the end, or wait.
   @usableFromInline
   func nextStep() -> ConcurrentMapStateMachine.Step {
-    if Task.isCancelled { consumerGone() }
-    return machine.withLock { $0.nextStep() }
+    machine.withLock { $0.nextStep() }
   }
 
   /// The source produced `input`, or ended with `nil`: start it, queue it, or note the end.
