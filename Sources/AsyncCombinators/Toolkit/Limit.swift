@@ -76,8 +76,6 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
     super.init(childOf: token)
   }
 
-  var gate: Admission<LimitedRun> { function.gate }
-
   /// The run's token, whose cancellation takes this run out of the queue.
   var waitsOn: CancellationToken { parentToken! }
 

@@ -82,17 +82,15 @@ import Testing
   /// `turnedAway` when its run is cancelled first.
   final class TestWaiter: AdmissionWaiter, @unchecked Sendable {
     // `@unchecked Sendable`: `place` is guarded by the gate's lock; the rest are `let`s.
-    let gate: Admission<TestWaiter>
     var place = AdmissionPlace()
     let waitsOn: CancellationToken
     private let onAdmitted: @Sendable () -> Void
     private let onTurnedAway: @Sendable () -> Void
 
     init(
-      _ gate: Admission<TestWaiter>, on token: CancellationToken,
+      on token: CancellationToken,
       turnedAway: @escaping @Sendable () -> Void = {}, admitted: @escaping @Sendable () -> Void
     ) {
-      self.gate = gate
       waitsOn = token
       onAdmitted = admitted
       onTurnedAway = turnedAway
@@ -106,11 +104,11 @@ import Testing
     let gate = Admission<TestWaiter>(limit: 1)
     let started = Recorder<Int>()
     let turnedAway = Recorder<Int>()
-    gate.enter(TestWaiter(gate, on: CancellationToken()) { started.record(0) }, input: ())
+    gate.enter(TestWaiter(on: CancellationToken()) { started.record(0) }, input: ())
     let tokens = (1...10_000).map { _ in CancellationToken() }
     for (index, token) in tokens.enumerated() {
       let waiter = TestWaiter(
-        gate, on: token, turnedAway: { turnedAway.record(index + 1) },
+        on: token, turnedAway: { turnedAway.record(index + 1) },
         admitted: { started.record(index + 1) })
       gate.enter(waiter, input: ())
     }
@@ -122,6 +120,102 @@ import Testing
     #expect(turnedAway.count == 9_999)  // Each told at once that it will not start.
     gate.leave()
     #expect(started.all == [0, 5_001])  // Only the waiter left gets the slot.
+  }
+
+  @Test func waiters_on_one_token_share_one_handler_that_goes_with_the_last_of_them() {
+    let gate = Admission<TestWaiter>(limit: 1)
+    let token = CancellationToken()
+    let started = Recorder<Int>()
+    gate.enter(TestWaiter(on: token) { started.record(0) }, input: ())
+    #expect(token.registrationCount == 0)  // Admitted at once: nothing to watch.
+    for index in 1...1_000 {
+      gate.enter(TestWaiter(on: token) { started.record(index) }, input: ())
+    }
+    #expect(token.registrationCount == 1)  // A fold's elements take its token's lock once.
+    for _ in 1...999 { gate.leave() }
+    #expect(token.registrationCount == 1)
+    gate.leave()  // The last waiter is admitted: the handler has nothing left to guard.
+    #expect(token.registrationCount == 0)
+    #expect(started.all == Array(0...1_000))  // In arrival order.
+    // Waiting again on the same token watches it afresh.
+    let turnedAway = Recorder<Int>()
+    for index in 1_001...1_003 {
+      let waiter = TestWaiter(
+        on: token, turnedAway: { turnedAway.record(index) }, admitted: { started.record(index) })
+      gate.enter(waiter, input: ())
+    }
+    #expect(token.registrationCount == 1)
+    token.cancel()
+    #expect(turnedAway.all.sorted() == [1_001, 1_002, 1_003])
+    #expect(gate.queuedEntries == 0)
+  }
+
+  @Test func cancelling_one_token_turns_away_its_waiters_only() {
+    let gate = Admission<TestWaiter>(limit: 1)
+    let (kept, cancelled) = (CancellationToken(), CancellationToken())
+    let started = Recorder<Int>()
+    let turnedAway = Recorder<Int>()
+    gate.enter(TestWaiter(on: kept) { started.record(0) }, input: ())
+    for index in 1...6 {
+      let token = index.isMultiple(of: 2) ? cancelled : kept
+      let waiter = TestWaiter(
+        on: token, turnedAway: { turnedAway.record(index) }, admitted: { started.record(index) })
+      gate.enter(waiter, input: ())
+    }
+    cancelled.cancel()
+    #expect(turnedAway.all.sorted() == [2, 4, 6])
+    #expect(cancelled.registrationCount == 0)
+    for _ in 1...3 { gate.leave() }
+    #expect(started.all == [0, 1, 3, 5])
+    #expect(kept.registrationCount == 0)
+  }
+
+  @Test func a_waiter_on_a_token_cancelled_already_is_turned_away_at_once() {
+    let gate = Admission<TestWaiter>(limit: 1)
+    let started = Recorder<Int>()
+    let turnedAway = Recorder<Int>()
+    gate.enter(TestWaiter(on: CancellationToken()) { started.record(0) }, input: ())
+    let token = CancellationToken()
+    token.cancel()
+    let waiter = TestWaiter(
+      on: token, turnedAway: { turnedAway.record(1) }, admitted: { started.record(1) })
+    gate.enter(waiter, input: ())
+    #expect(turnedAway.all == [1])
+    #expect(gate.queuedEntries == 0)
+    gate.leave()
+    #expect(started.all == [0])
+  }
+
+  @Test func a_shared_token_cancelled_while_its_waiters_are_admitted_settles_each_once()
+    async
+  {
+    for round in 0..<200 {
+      let limit = 2
+      let waiters = 64
+      let gate = Admission<TestWaiter>(limit: limit)
+      let token = CancellationToken()
+      let settlements = Locked<[Int: Int]>([:])
+      let settled = Countdown(waiters)
+      for index in 0..<waiters {
+        let settle: @Sendable () -> Void = {
+          settlements.withLock { $0[index, default: 0] += 1 }
+          settled.tick()
+        }
+        let waiter = TestWaiter(
+          on: token, turnedAway: settle,
+          admitted: {
+            settle()
+            DispatchQueue.global().async { gate.leave() }
+          })
+        gate.enter(waiter, input: ())
+      }
+      DispatchQueue.global().async { token.cancel() }
+      await settled.gate.wait()
+      let counts = settlements.withLock { $0 }
+      #expect(counts.count == waiters && counts.values.allSatisfy { $0 == 1 }, "round \(round)")
+      #expect(gate.queuedEntries == 0)
+      #expect(token.registrationCount == 0)
+    }
   }
 
   @Test func waiters_cancelled_while_slots_free_up_start_at_most_once_and_never_over_the_limit()
@@ -151,7 +245,7 @@ import Testing
           settled.tick()
         }
       }
-      let waiter = TestWaiter(gate, on: tokens[index], turnedAway: turnedAway, admitted: admitted)
+      let waiter = TestWaiter(on: tokens[index], turnedAway: turnedAway, admitted: admitted)
       gate.enter(waiter, input: ())
     }
     // The odd waiters are cancelled from other threads while the holders keep leaving.
@@ -167,7 +261,7 @@ import Testing
     // Every slot came back: the next `limit` runs start at once.
     let again = Recorder<Int>()
     for index in 0..<limit {
-      gate.enter(TestWaiter(gate, on: CancellationToken()) { again.record(index) }, input: ())
+      gate.enter(TestWaiter(on: CancellationToken()) { again.record(index) }, input: ())
     }
     #expect(again.count == limit)
   }
