@@ -81,7 +81,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// The waiters in `queue` that are not tombstones.
     var waitingCount = 0
     var isDraining = false
-    /// A watch per token that waiters in the queue wait on.
+    /// A watch per token that waiters in the queue wait on, by the token's identity: no other
+    /// token can take that identity while the watch lives, since its waiters hold the token.
     var watches: [ObjectIdentifier: Watch] = [:]
     /// The watch used last: inside a fold, every waiter's, found without hashing.
     var recentWatch: Watch?
