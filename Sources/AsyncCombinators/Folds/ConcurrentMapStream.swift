@@ -126,6 +126,8 @@ where Base.Element: Sendable {
     @usableFromInline let lifetime: Lifetime
     /// The source's iterator: used only by this iterator's `next()`, on the consumer's task.
     @usableFromInline var source: Base.AsyncIterator?
+    /// The last output came with a pull reserved: the next call makes it first.
+    @usableFromInline var pullReserved = false
 
     fileprivate init(lifetime: Lifetime, source: Base.AsyncIterator) {
       self.lifetime = lifetime
@@ -152,9 +154,22 @@ where Base.Element: Sendable {
       // Once a call, not at every step: a wait below sees a later cancellation through its
       // handler, and a source that ends because of it is checked where it ends.
       if Task.isCancelled { storage.consumerGone() }
+      if pullReserved {
+        pullReserved = false
+        if storage.mayPull {
+          do {
+            storage.pulled(try await source?.next(isolation: actor))
+          } catch {
+            storage.sourceFailed(error)
+          }
+        }
+      }
       while true {
         switch storage.nextStep() {
         case .output(let output):
+          return unbox(output, as: Output.self)
+        case .outputAndPull(let output):
+          pullReserved = true
           return unbox(output, as: Output.self)
         case .end(let failure):
           // At the end, however it came, the source's iteration ends: its iterator goes.

@@ -396,6 +396,36 @@ import Testing
     withExtendedLifetime(parked) {}  // Released uncalled sooner, a run would fail the stream.
   }
 
+  @Test func a_pull_reserved_with_an_output_is_not_made_once_the_stream_has_failed()
+    async throws
+  {
+    // Taking output 0 frees a slot, so the output comes with the next pull reserved; the
+    // stream fails before the consumer's next call, which must end it without pulling.
+    let parking = Parking<Int, Int>()
+    let source = ControlledSource()
+    let tookFirst = Gate()
+    let goOn = Gate()
+    let consumer = Task {
+      var outputs = parking.function.concurrentMap(over: source, limit: 2, ordered: false)
+        .makeAsyncIterator()
+      let first = try await outputs.next()
+      tookFirst.open()
+      await goOn.wait()
+      _ = try await outputs.next()
+      return first
+    }
+    await parking.waitForStarts(2)
+    let running = parking.takeAll()
+    running[0].complete(.success(0))
+    await tookFirst.wait()
+    running[1].complete(.failure(TestError(1)))
+    goOn.open()
+    let result = await consumer.result
+    #expect(result.failure is FailureRateExceeded)
+    #expect(source.probe.pulls == 2)
+    #expect(parking.started == 2)
+  }
+
   @Test func a_consumer_that_never_waits_still_stops_at_its_next_call_once_cancelled()
     async throws
   {

@@ -23,6 +23,9 @@ struct ConcurrentMapStateMachine: Sendable {
     case pull
     /// Hand this output to the caller of `next()`.
     case output(AnyValue)
+    /// Hand this output out, and pull at the start of the next `next()`: the slot its taking
+    /// freed is reserved for that pull, so the next call need not ask for it.
+    case outputAndPull(AnyValue)
     /// The stream is over: `nil` for the end, or the error it ends with.
     case end((any Error)?)
     /// Suspend until woken, then ask again.
@@ -138,15 +141,25 @@ struct ConcurrentMapStateMachine: Sendable {
       if window.first == .value {
         let value = window.removeFirstValue()
         dropSkipped()
-        return .output(value)
+        return output(value)
       }
     } else if let value = ready.popFirst() {
       readyCount -= 1
-      return .output(value)
+      return output(value)
     }
     guard isEndReady else { return nil }
     isOver = true
     return .end(failure)
+  }
+
+  /// An output taken, with the pull its slot allows reserved when an element pulled now
+  /// could start at once (the rule `nextStep()` pulls first by).
+  private mutating func output(_ value: consuming AnyValue) -> Step {
+    guard failure == nil, !sourceEnded, freeSlots >= 1, running + pendingCount < limit else {
+      return .output(value)
+    }
+    isPulling = true
+    return .outputAndPull(value)
   }
 
   /// Whether the end can be handed out: the stream has failed or everything is done, and the

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// One iteration of a ``ConcurrentMapSequence``: the state machine behind a lock, and the
 /// code that carries out its decisions outside the lock.
 ///
@@ -15,6 +17,8 @@ final class ConcurrentMapStorage: StageSink {
   /// Every element's token; cancelled when the stream ends before its source does.
   private let elements = CancellationToken()
   private let progress: (@Sendable (BatchProgress) -> Void)?
+  /// The stream has failed or the consumer gone: a pull reserved before then is not made.
+  private let hasEnded = Atomic<Bool>(false)
 
   init(
     program: Program, limit: Int, ordered: Bool, tolerance: FailureTolerance,
@@ -38,6 +42,10 @@ final class ConcurrentMapStorage: StageSink {
   func nextStep() -> ConcurrentMapStateMachine.Step {
     machine.withLock { $0.nextStep() }
   }
+
+  /// Whether a pull reserved with an output may still be made: not once the stream ended.
+  @usableFromInline
+  var mayPull: Bool { !hasEnded.load(ordering: .relaxed) }
 
   /// The source produced `input`, or ended with `nil`: start it, queue it, or note the end.
   @usableFromInline
@@ -103,7 +111,10 @@ final class ConcurrentMapStorage: StageSink {
   // MARK: Effects
 
   private func execute(_ effects: ConcurrentMapStateMachine.Effects) {
-    if effects.cancelsElements { elements.cancel() }
+    if effects.cancelsElements {
+      hasEnded.store(true, ordering: .relaxed)
+      elements.cancel()
+    }
     effects.wakesConsumer?.resume()
     if effects.drainsReports { drainReports() }
     if effects.startsPending { startPending() }
