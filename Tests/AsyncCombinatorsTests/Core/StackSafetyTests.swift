@@ -33,6 +33,19 @@ private func runOnSmallStack(_ function: AsyncFunc<Int, Int>, _ input: Int) asyn
   }
 }
 
+/// Runs `body` on a fresh thread whose stack is 512 KiB and blocks until it returns: for the
+/// exit tests, whose child process has nothing else to do meanwhile.
+private func blockOnSmallStack(_ body: @escaping @Sendable () -> Void) {
+  let finished = DispatchSemaphore(value: 0)
+  let thread = Thread {
+    body()
+    finished.signal()
+  }
+  thread.stackSize = 512 * 1024
+  thread.start()
+  finished.wait()
+}
+
 @Suite struct StackSafetyTests {
   @Test func serial_fold_of_a_million_synchronous_stages_runs_on_a_small_stack() async throws {
     #expect(try await runOnSmallStack(millionStages, 0).get() == 1_000_000)
@@ -46,18 +59,13 @@ private func runOnSmallStack(_ function: AsyncFunc<Int, Int>, _ input: Int) asyn
   @Test func releasing_a_left_nested_chain_of_a_hundred_thousand_uses_a_small_stack() async {
     // In a child process: a stack overflow would otherwise end the whole test run.
     await #expect(processExitsWith: .success) {
-      let released = DispatchSemaphore(value: 0)
-      let thread = Thread {
+      blockOnSmallStack {
         var chain: AsyncFunc<Int, Int>? = (1..<100_000).reduce(AsyncFunc<Int, Int>.sync { $0 }) {
           chain, _ in chain +> .sync { $0 &+ 1 }
         }
         chain = nil
         _ = chain
-        released.signal()
       }
-      thread.stackSize = 512 * 1024
-      thread.start()
-      released.wait()
     }
   }
 }
@@ -93,9 +101,8 @@ private func runOnSmallStack(_ function: AsyncFunc<Int, Int>, _ input: Int) asyn
   @Test func a_hundred_thousand_links_run_and_are_released_on_a_small_stack() async {
     // In a child process: a stack overflow would otherwise end the whole test run.
     await #expect(processExitsWith: .success) {
-      let ran = DispatchSemaphore(value: 0)
-      let released = DispatchSemaphore(value: 0)
-      let thread = Thread {
+      blockOnSmallStack {
+        let ran = DispatchSemaphore(value: 0)
         var promise: Promise<Int>? = PromiseChainStackSafetyTests.chain(100_000)
         promise!.chain.run(()) { result in
           precondition((try? result.get()) == 100_000)
@@ -104,11 +111,7 @@ private func runOnSmallStack(_ function: AsyncFunc<Int, Int>, _ input: Int) asyn
         ran.wait()
         promise = nil
         _ = promise
-        released.signal()
       }
-      thread.stackSize = 512 * 1024
-      thread.start()
-      released.wait()
     }
   }
 }
