@@ -98,6 +98,21 @@ private func blockOnSmallStack(_ body: @escaping @Sendable () -> Void) {
     #expect(try await block(1) == 10)
   }
 
+  @Test func a_chain_of_then_runs_between_other_stages_is_released_on_a_small_stack() async {
+    // Runs of `then` links, each run following a `flatMap` stage: a link's release loop stops
+    // at the `+>` below it, whose own release then takes the next run apart.
+    await #expect(processExitsWith: .success) {
+      blockOnSmallStack {
+        var promise: Promise<Int>? = (0..<100_000).reduce(firstly { 0 }) { promise, index in
+          index.isMultiple(of: 10)
+            ? promise.flatMap { x in firstly { x } } : promise.then { $0 &+ 1 }
+        }
+        promise = nil
+        _ = promise
+      }
+    }
+  }
+
   @Test func a_hundred_thousand_links_run_and_are_released_on_a_small_stack() async {
     // In a child process: a stack overflow would otherwise end the whole test run.
     await #expect(processExitsWith: .success) {

@@ -88,6 +88,7 @@ enum Program: Sendable {
   /// `first +> second`. When `second` is a promise block that nothing else holds and that
   /// follows nothing yet, the block takes `first` as what it follows and becomes the `+>`:
   /// one object a link rather than two, to build, walk and free.
+  @usableFromInline
   static func serial(_ first: Program, _ second: consuming Program) -> Program {
     // Matched without binding first, then taken out of the consumed value: a binding in a
     // `switch` holds a reference of its own in an unoptimized build, and the node would never
@@ -273,9 +274,20 @@ class HopNode: @unchecked Sendable {
   }
 
   deinit {
-    var pending: [ChainLink] = []
-    ChainLink.detach(&previous, into: &pending)
-    ChainLink.tearDown(&pending)
+    // A promise chain is `then` links all the way down: they are taken apart in a loop, each
+    // link's predecessor detached before the link itself is released, with no worklist. A
+    // link that follows a `+>` leaves that node to take itself apart.
+    var link = Self.detachIfUniqueLink(&previous)
+    while let node = link { link = Self.detachIfUniqueLink(&node.previous) }
+  }
+
+  /// Takes `program` out when it is a `then` link held nowhere else, leaving the identity.
+  private static func detachIfUniqueLink(_ program: inout Program) -> HopNode? {
+    // Matched without binding first, then taken out, as `ChainLink.detach` does.
+    guard case .then = program else { return nil }
+    guard case .then(var node) = consume program else { fatalError() }
+    program = .identity
+    return isKnownUniquelyReferenced(&node) ? node : nil
   }
 
   /// Makes the node `first +> self`; only while nothing else holds it.
