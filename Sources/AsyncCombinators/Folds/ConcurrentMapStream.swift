@@ -156,13 +156,7 @@ where Base.Element: Sendable {
       if Task.isCancelled { storage.consumerGone() }
       if pullReserved {
         pullReserved = false
-        if storage.mayPull {
-          do {
-            storage.pulled(try await source?.next(isolation: actor))
-          } catch {
-            storage.sourceFailed(error)
-          }
-        }
+        if storage.mayPull { await pull(into: storage, isolation: actor) }
       }
       while true {
         switch storage.nextStep() {
@@ -177,14 +171,29 @@ where Base.Element: Sendable {
           if let failure { throw failure }
           return nil
         case .pull:
-          do {
-            storage.pulled(try await source?.next(isolation: actor))
-          } catch {
-            storage.sourceFailed(error)
-          }
+          await pull(into: storage, isolation: actor)
         case .wait:
           await storage.waitForProgress()
         }
+      }
+    }
+
+    /// Pulls one element from the source and hands it, its end or its error to `storage`.
+    ///
+    /// The element is unwrapped here, where its type is known, and handed over erased: an
+    /// erased optional would be unwrapped through the runtime's value witnesses.
+    @inlinable
+    mutating func pull(into storage: ConcurrentMapStorage, isolation actor: isolated (any Actor)?)
+      async
+    {
+      do {
+        if let input = try await source?.next(isolation: actor) {
+          storage.pulled(input)
+        } else {
+          storage.sourceEnded()
+        }
+      } catch {
+        storage.sourceFailed(error)
       }
     }
   }

@@ -47,17 +47,20 @@ final class ConcurrentMapStorage: StageSink {
   @usableFromInline
   var mayPull: Bool { !hasEnded.load(ordering: .relaxed) }
 
-  /// The source produced `input`, or ended with `nil`: start it, queue it, or note the end.
+  /// The source produced `input`: start it, or queue it.
   @usableFromInline
-  func pulled(_ input: AnyValue?) {
-    guard let input else {
-      // A source may end early because the consumer's task was cancelled: that is the
-      // consumer giving up, not the source ending.
-      if Task.isCancelled { consumerGone() }
-      return execute(machine.withLock { $0.sourceFinished() })
-    }
+  func pulled(_ input: consuming AnyValue) {
     guard case .start(let index) = machine.withLock({ $0.pulledElement(input) }) else { return }
     start(index, input)
+  }
+
+  /// The source ended.
+  @usableFromInline
+  func sourceEnded() {
+    // A source may end early because the consumer's task was cancelled: that is the consumer
+    // giving up, not the source ending.
+    if Task.isCancelled { consumerGone() }
+    execute(machine.withLock { $0.sourceFinished() })
   }
 
   /// The source threw `error`.
