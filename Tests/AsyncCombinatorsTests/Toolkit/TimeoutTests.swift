@@ -160,6 +160,51 @@ import Testing
     #expect(token.registrationCount == 0)
   }
 
+  @Test func timers_come_off_in_any_order() async throws {
+    // Results arrive in a random order, and now and then the token is cancelled partway:
+    // each timer comes off when its result arrives, or all of them with their token, and
+    // the token keeps no registration either way.
+    try await forAll("timers come off in any order", count: 30) { random, _ in
+      let parking = Parking<Int, Int>()
+      let token = CancellationToken()
+      let runs = Int.random(in: 1...60, using: &random)
+      for index in 0..<runs {
+        parking.function.timeout(Self.hours).run(index, token: token) { _ in }
+      }
+      let parked = parking.takeAll().shuffled(using: &random)
+      let cancelAt = Bool.random(using: &random) ? Int.random(in: 0..<runs, using: &random) : nil
+      var pending = runs
+      for (done, run) in parked.enumerated() {
+        if done == cancelAt {
+          token.cancel()
+          pending = 0
+        }
+        run.complete(.success(1))
+        if pending > 0 { pending -= 1 }
+        guard Self.farTimers() == pending else {
+          print("runs \(runs), cancelled at \(String(describing: cancelAt)), after \(done)")
+          return false
+        }
+      }
+      return token.registrationCount == 0
+    }
+  }
+
+  @Test func cancelling_a_token_takes_off_only_its_own_timers() {
+    let parking = Parking<Int, Int>()
+    let (cancelled, kept) = (CancellationToken(), CancellationToken())
+    for index in 0..<500 {
+      parking.function.timeout(Self.hours).run(index, token: cancelled) { _ in }
+      parking.function.timeout(Self.hours).run(index, token: kept) { _ in }
+    }
+    #expect(Self.farTimers() == 1_000)
+    cancelled.cancel()
+    #expect(Self.farTimers() == 500)  // At once: the inner runs have not answered.
+    for parked in parking.takeAll() { parked.complete(.success(1)) }
+    #expect(Self.farTimers() == 0)
+    #expect(kept.registrationCount == 0)
+  }
+
   @Test func no_timer_is_left_by_cancellations_racing_the_results() async throws {
     // Each run is cancelled from one thread while its result arrives on another: whichever
     // wins, the timer comes off and the run's token holds nothing.
