@@ -28,6 +28,11 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
     // A `latest()` run supersedes the one before it, so its elements go one at a time.
     ("latest, limit 1", f.latest().concurrentMap(limit: 1)),
     ("none, limit 1", f.concurrentMap(limit: 1)),
+    // Eight at a time, each element's result comes within microseconds of its start: what a
+    // timeout costs when its timer is rarely needed, as in most real folds.
+    // (No comma in these names: `BENCHMARK_MODIFIERS` is split at commas.)
+    ("timeout limit 8", f.timeout(.seconds(30)).concurrentMap(limit: 8)),
+    ("none limit 8", f.concurrentMap(limit: 8)),
   ]
 
   // `BENCHMARK_MODIFIERS="none,timeout(30 s)"` keeps those rows alone: a row's cost can depend
@@ -53,7 +58,10 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
       format($0).padding(toLength: 11, withPad: " ", startingAt: 0)
     }
     let growth = perElement[index].last! / perElement[index].first!
-    let plainName = name.hasSuffix("limit 1") ? "none, limit 1" : "none"
+    // A row run with a limit is against the plain fold with the same limit.
+    let plainName =
+      name.hasSuffix("limit 1")
+      ? "none, limit 1" : name.hasSuffix("limit 8") ? "none limit 8" : "none"
     let middle = widths.count / 2
     // Against the plain fold of the same run; "-" when that row was left out.
     let overhead = modifiers.firstIndex { $0.0 == plainName }.map {

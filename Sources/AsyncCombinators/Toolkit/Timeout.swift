@@ -21,6 +21,9 @@ extension AsyncFunc {
   /// the timer is armed only if no result has arrived by the time that start returns, so a
   /// stage that completes synchronously is never timed out, even by a zero duration. The
   /// timer holds no thread and is removed when the result arrives or the run is cancelled.
+  /// A timeout of a tenth of a second or more is armed within a millisecond of the start,
+  /// together with the others started meanwhile, and a run whose result comes first never
+  /// arms it: inside a fold of quick runs, most timers then cost nothing to set and take back.
   /// The deadline is measured on `clock`: a Dispatch timer by default, or a `TestClock`
   /// (from `AsyncCombinatorsTesting`) that fires when the test advances it.
   ///
@@ -54,12 +57,15 @@ extension AsyncFunc {
     let timers = TimerClock(clock)
     let nanoseconds = OneShotTimer.nanoseconds(duration)
     let onDispatch = timers.isDispatch
+    // A long deadline on the default clock is armed soon, in a batch, so that a run that
+    // finishes first never arms it; a millisecond late is nothing next to a tenth of a second.
+    let armsSoon = onDispatch && (nanoseconds ?? .max) >= TimeoutRace.shortestArmedSoon
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = timers.deadline(after: duration, inNanoseconds: nanoseconds)
       let race = TimeoutRace(report, childOf: token, duration, onDispatch: onDispatch)
       inner.start(input, token: race, sink: race)
-      race.arm(deadline, run: token)
+      race.arm(deadline, run: token, soon: armsSoon)
     }
   }
 }
@@ -70,7 +76,9 @@ extension AsyncFunc {
 /// On the default clock this one object is the whole of the timeout's bookkeeping: it is the
 /// child token the inner run is given, which it cancels if the timer wins; the shared timer's
 /// closure and the run's cancellation handler each capture it alone (a closure with one object
-/// captured needs no allocation of its own), and it removes both itself. It is kept within 120
+/// captured needs no allocation of its own), and it removes both itself. A long timeout waits
+/// in the shared timers' next batch to arm the two, holding its deadline in `timer` meanwhile,
+/// and arms nothing if it has been decided by then. It is kept within 120
 /// bytes, the most glibc serves from its fastest bins: a fold's races are made on one thread
 /// and freed on others, and a larger object would take the allocator's lock on each free. And
 /// it holds no reference to an object every run shares beyond its parent and its sink: the
@@ -79,11 +87,14 @@ extension AsyncFunc {
 ///
 /// Its state is `phase`, one atomic: `timer` and `registration` are written only by `arm`,
 /// before it publishes them by moving the phase to `armed`, and read only by the one thread
-/// that moves it on from `armed`. That, and the token's own guarantee, make the
-/// `@unchecked Sendable` safe.
-private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendable {
+/// that moves it on from `armed`; the deadline a batched race keeps in `timer` is handed to
+/// the batch's thread by the lock of the shared timers' queue of batched races. That, and the
+/// token's own guarantee, make the `@unchecked Sendable` safe.
+private final class TimeoutRace: CancellationToken, StageSink, DeferredTimer,
+  @unchecked Sendable
+{
   private enum Phase {
-    /// The inner run is starting; the timer is not armed yet.
+    /// The inner run is starting, or running with the timer waiting in a batch: not armed.
     static let starting: UInt8 = 0
     /// The timer is pending, and the run's cancellation handler registered.
     static let armed: UInt8 = 1
@@ -116,12 +127,31 @@ private final class TimeoutRace: CancellationToken, StageSink, @unchecked Sendab
     super.init(parent: run)
   }
 
-  /// Starts the timer, unless a result arrived while the inner run started.
-  func arm(_ deadline: TimerDeadline, run token: CancellationToken) {
+  /// The shortest timeout, in nanoseconds, whose timer is armed soon rather than at once.
+  static let shortestArmedSoon = 100_000_000
+
+  /// Starts the timer, unless a result arrived while the inner run started; with `soon`, in
+  /// the shared timers' next batch (see ``SharedTimers/armSoon(_:)``), unless a result
+  /// arrives before that.
+  func arm(_ deadline: TimerDeadline, run token: CancellationToken, soon: Bool) {
     guard phase.load(ordering: .acquiring) == Phase.starting else { return }
     guard let due = deadline.dispatchTime else {
       return deadline.arm(token: self) { self.expire() }
     }
+    guard soon else { return arm(due, run: token) }
+    // Until the timer is armed, its slot holds the deadline: the queue's lock hands it over.
+    timer = SharedTimers.Timer(id: due.uptimeNanoseconds)
+    SharedTimers.shared.armSoon(self)
+  }
+
+  /// The batch this race was queued in is being armed: the run's token is this one's parent.
+  func armDeferred() {
+    arm(DispatchTime(uptimeNanoseconds: timer.id), run: parentToken!)
+  }
+
+  private func arm(_ due: DispatchTime, run token: CancellationToken) {
+    // A race decided, or a run cancelled, while this one waited to be armed needs no timer.
+    guard phase.load(ordering: .acquiring) == Phase.starting else { return }
     registration = token.onCancel { self.runCancelled() }.idOnToken
     timer = SharedTimers.shared.schedule(at: due) { self.expire() }
     guard

@@ -181,8 +181,11 @@ import Testing
         }
         run.complete(.success(1))
         if pending > 0 { pending -= 1 }
-        guard Self.farTimers() == pending else {
-          print("runs \(runs), cancelled at \(String(describing: cancelAt)), after \(done)")
+        let timers = Self.farTimers()
+        guard timers == pending else {
+          print(
+            "runs \(runs), cancelled at \(String(describing: cancelAt)), after \(done):",
+            "\(timers) timers, \(pending) expected")
           return false
         }
       }
@@ -203,6 +206,42 @@ import Testing
     for parked in parking.takeAll() { parked.complete(.success(1)) }
     #expect(Self.farTimers() == 0)
     #expect(kept.registrationCount == 0)
+  }
+
+  @Test func a_run_that_finishes_before_its_batch_is_armed_never_arms_a_timer() async {
+    // In a process of its own, whose batches wait for a count to arm them: what a run's
+    // long timeout leaves behind is then seen before and after its batch is armed.
+    await #expect(processExitsWith: .success) {
+      SharedTimers.shared.holdBatchesForTesting()
+      let parking = Parking<Int, Int>()
+      let token = CancellationToken()
+      for index in 0..<1_000 {
+        parking.function.timeout(.seconds(7 * 3600)).run(index, token: token) { _ in }
+      }
+      precondition(token.registrationCount == 1_000, "only the runs' own handlers")
+      let parked = parking.takeAll()
+      for run in parked.prefix(900) { run.complete(.success(1)) }
+      // Counting arms the batch: only the hundred runs still going get a timer and a handler.
+      precondition(SharedTimers.shared.pendingCount == 100)
+      precondition(token.registrationCount == 200)
+      for run in parked.dropFirst(900) { run.complete(.success(1)) }
+      precondition(SharedTimers.shared.pendingCount == 0)
+      precondition(token.registrationCount == 0)
+    }
+  }
+
+  @Test func a_short_timeout_is_armed_at_once() async {
+    // Under a tenth of a second a timer is not worth batching: being armed a millisecond
+    // late would show.
+    await #expect(processExitsWith: .success) {
+      SharedTimers.shared.holdBatchesForTesting()
+      let parking = Parking<Int, Int>()
+      let token = CancellationToken()
+      parking.function.timeout(.milliseconds(99)).run(1, token: token) { _ in }
+      precondition(token.registrationCount == 2, "the run's handler and its timer's")
+      parking.takeAll()[0].complete(.success(1))
+      precondition(token.registrationCount == 0)
+    }
   }
 
   @Test func no_timer_is_left_by_cancellations_racing_the_results() async throws {

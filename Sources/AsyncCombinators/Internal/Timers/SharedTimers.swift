@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Every pending library timer on the default clock, behind one Dispatch timer source.
 ///
@@ -11,8 +12,16 @@ import Dispatch
 ///
 /// Due timers fire on a global queue, one `async` each, as `asyncAfter` did: the source's own
 /// queue only takes them out of the heap.
+///
+/// A long timer can also be armed soon rather than at once (``armSoon(_:)``): its owner is
+/// queued, and the owners queued within a millisecond are armed together. Inside a fold most
+/// runs finish within that millisecond, and their timers are then never armed at all, where
+/// arming and disarming each took the timers' lock and a handler on the fold's token.
 final class SharedTimers: Sendable {
   static let shared = SharedTimers()
+
+  /// How long an owner queued by ``armSoon(_:)`` may wait to be armed.
+  static let armingDelay = DispatchTimeInterval.milliseconds(1)
 
   private struct State {
     var timers = DeadlineQueue<UInt64, Action>()
@@ -21,6 +30,13 @@ final class SharedTimers: Sendable {
   }
 
   private let state = Locked(State())
+  /// Owners waiting to arm their timers, in the order they were queued; a lock of their own,
+  /// which queueing takes and the batch's arming takes once.
+  private let deferred = Locked<[any DeferredTimer]>([])
+  /// Held while a batch is armed (see ``armDeferred()``): how many batches have been.
+  private let arming = Locked(0)
+  /// Set only by a test, in a process of its own: queued owners wait until a count arms them.
+  private let holdsBatches = Atomic<Bool>(false)
   // `DispatchSourceTimer` is thread-safe (libdispatch guards its state); it is only not
   // annotated as `Sendable`.
   nonisolated(unsafe) private let source: any DispatchSourceTimer
@@ -34,7 +50,7 @@ final class SharedTimers: Sendable {
 
   /// A pending timer, as a ``Cancellable``: cancelling it drops its closure at once.
   struct Timer: Cancellable {
-    fileprivate let id: UInt64
+    let id: UInt64
     func cancel() { SharedTimers.shared.cancel(id) }
 
     /// A timer that was never scheduled: cancelling it does nothing.
@@ -51,6 +67,40 @@ final class SharedTimers: Sendable {
         source.schedule(deadline: DispatchTime(uptimeNanoseconds: due), leeway: .nanoseconds(0))
       }
       return Timer(id: id)
+    }
+  }
+
+  /// Queues `owner` to arm its timer within ``armingDelay``, with the others queued meanwhile;
+  /// by then it may have no timer left to arm.
+  func armSoon(_ owner: any DeferredTimer) {
+    let isFirst = deferred.withLock { queued in
+      queued.append(owner)
+      return queued.count == 1
+    }
+    // The first of a batch schedules the batch's arming; the rest join it.
+    guard isFirst, !holdsBatches.load(ordering: .relaxed) else { return }
+    _ = schedule(at: .now() + Self.armingDelay) { SharedTimers.shared.armDeferred() }
+  }
+
+  /// Stops arming batches by themselves, so that a test sees what waits in one; for a test's
+  /// own process only, as every timer in the process is affected.
+  func holdBatchesForTesting() { holdsBatches.store(true, ordering: .relaxed) }
+
+  /// Arms every owner queued so far: the batch's timer, or a count that must see them.
+  ///
+  /// One batch at a time, under `arming`: a count that comes while a batch is being armed
+  /// waits for it, and then sees every timer armed. Queueing takes only `deferred`, so it
+  /// never waits for a batch. Arming takes the timers' lock and the runs' tokens' locks
+  /// inside this one, and nothing takes this one inside them.
+  func armDeferred() {
+    arming.withLock { batches in
+      let batch = deferred.withLock { queued in
+        let batch = queued
+        queued = []
+        return batch
+      }
+      for owner in batch { owner.armDeferred() }
+      batches += 1
     }
   }
 
@@ -77,12 +127,22 @@ final class SharedTimers: Sendable {
     for fire in due { DispatchQueue.global().async(execute: fire.run) }
   }
 
-  /// Timers neither fired nor cancelled; for tests.
-  var pendingCount: Int { state.withLock { $0.timers.count } }
+  /// Timers neither fired nor cancelled, those queued to be armed soon armed first; for tests.
+  var pendingCount: Int {
+    armDeferred()
+    return state.withLock { $0.timers.count }
+  }
 
   /// Timers neither fired nor cancelled and due after `deadline`; for tests, which pick a
   /// deadline no other test's timers reach, since every test shares these timers.
   func pendingCount(dueAfter deadline: DispatchTime) -> Int {
-    state.withLock { $0.timers.countDue(after: deadline.uptimeNanoseconds) }
+    armDeferred()
+    return state.withLock { $0.timers.countDue(after: deadline.uptimeNanoseconds) }
   }
+}
+
+/// An owner of a timer that ``SharedTimers/armSoon(_:)`` arms later, in a batch.
+protocol DeferredTimer: AnyObject, Sendable {
+  /// Arms the timer now, unless it is no longer needed.
+  func armDeferred()
 }
