@@ -396,6 +396,25 @@ import Testing
     withExtendedLifetime(parked) {}  // Released uncalled sooner, a run would fail the stream.
   }
 
+  @Test func a_source_that_ends_because_the_consumer_was_cancelled_ends_in_cancellation()
+    async throws
+  {
+    // An `AsyncStream` ends (returns nil) when the task waiting in it is cancelled: that is the
+    // consumer giving up, not the source running out, and the stream must say so. One at a
+    // time, the first output is taken before the second pull, so nothing else is left to end
+    // the stream but that pull's end.
+    let (elements, feed) = AsyncStream<Int>.makeStream()
+    feed.yield(1)
+    let waiting = Gate()
+    let source = SignalsSecondPull(base: elements, waiting: waiting)
+    let doubled = AsyncFunc<Int, Int>.sync { $0 * 2 }
+    let outputs = Self.collect(doubled.concurrentMap(over: source, limit: 1, ordered: false))
+    await waiting.wait()  // The consumer is inside the source's second `next()`, waiting.
+    outputs.cancel()
+    #expect(isCancellation(await outputs.result))
+    feed.finish()
+  }
+
   @Test func a_pull_reserved_with_an_output_is_not_made_once_the_stream_has_failed()
     async throws
   {
@@ -560,5 +579,28 @@ import Testing
     #expect(try await consumer.sum(outputs) == 380)
     // Twenty elements and the end: every pull made on the consumer's actor.
     #expect(pulls.all == Array(repeating: ObjectIdentifier(consumer), count: 21))
+  }
+}
+
+/// A source over `base` that opens `waiting` as its second pull begins: a test then knows the
+/// consumer is inside that pull.
+private struct SignalsSecondPull: AsyncSequence, Sendable {
+  let base: AsyncStream<Int>
+  let waiting: Gate
+
+  func makeAsyncIterator() -> Iterator {
+    Iterator(base: base.makeAsyncIterator(), waiting: waiting)
+  }
+
+  struct Iterator: AsyncIteratorProtocol {
+    var base: AsyncStream<Int>.Iterator
+    let waiting: Gate
+    var pulls = 0
+
+    mutating func next() async -> Int? {
+      pulls += 1
+      if pulls == 2 { waiting.open() }
+      return await base.next()
+    }
   }
 }
