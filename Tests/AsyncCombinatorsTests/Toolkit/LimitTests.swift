@@ -186,6 +186,28 @@ import Testing
     #expect(started.all == [0])
   }
 
+  @Test func a_waiter_admitted_while_it_registers_its_handler_leaves_no_handler_behind() {
+    // The first waiter on a token registers the watch's handler after it has queued, outside
+    // the gate's lock; a slot freed in between admits it before the handler is recorded, and
+    // then only the waiter itself can take the handler off again.
+    let rounds = 5_000
+    let tokens = (0..<rounds).map { _ in CancellationToken() }
+    let admitted = Tally()
+    for round in 0..<rounds {
+      let gate = Admission<TestWaiter>(limit: 1)
+      gate.enter(TestWaiter(on: CancellationToken()) {}, input: ())
+      DispatchQueue.concurrentPerform(iterations: 2) { job in
+        if job == 0 {
+          gate.enter(TestWaiter(on: tokens[round]) { admitted.add() }, input: ())
+        } else {
+          gate.leave()
+        }
+      }
+    }
+    #expect(admitted.value == rounds)
+    #expect(tokens.allSatisfy { $0.registrationCount == 0 })
+  }
+
   @Test func a_shared_token_cancelled_while_its_waiters_are_admitted_settles_each_once()
     async
   {
