@@ -230,6 +230,23 @@ import Testing
     }
   }
 
+  @Test func a_run_cancelled_before_its_batch_is_armed_keeps_no_timer() async {
+    // Arming a batch after its runs' token was cancelled runs each handler at once, in the
+    // middle of arming: the race must then take back the timer it has just scheduled.
+    await #expect(processExitsWith: .success) {
+      SharedTimers.shared.holdBatchesForTesting()
+      let parking = Parking<Int, Int>()
+      let token = CancellationToken()
+      for index in 0..<100 {
+        parking.function.timeout(.seconds(7 * 3600)).run(index, token: token) { _ in }
+      }
+      token.cancel()
+      precondition(SharedTimers.shared.pendingCount == 0, "a cancelled run armed a timer")
+      precondition(token.registrationCount == 0)
+      withExtendedLifetime(parking.takeAll()) {}
+    }
+  }
+
   @Test func a_short_timeout_is_armed_at_once() async {
     // Under a tenth of a second a timer is not worth batching: being armed a millisecond
     // late would show.
