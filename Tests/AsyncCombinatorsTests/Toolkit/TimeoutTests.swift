@@ -36,6 +36,15 @@ import Testing
     #expect(parking.takeAll()[0].token.isCancelled)
   }
 
+  @Test(.timeLimit(.minutes(1)))
+  func a_long_timeout_armed_in_a_batch_still_fires_on_the_default_clock() async {
+    // A tenth of a second or more is armed a millisecond later, with its batch.
+    let parking = Parking<Int, Int>()
+    let result = await runToCompletion(parking.function.timeout(.milliseconds(100)), 1)
+    #expect(result.failure as? TimeoutError == TimeoutError(duration: .milliseconds(100)))
+    #expect(parking.takeAll()[0].token.isCancelled)
+  }
+
   @Test func a_zero_timeout_does_not_fail_a_synchronous_stage() throws {
     let clock = TestClock()
     let outcome = Locked<Result<Int, any Error>?>(nil)
