@@ -98,6 +98,19 @@ private func blockOnSmallStack(_ body: @escaping @Sendable () -> Void) {
     #expect(try await block(1) == 10)
   }
 
+  @Test func releasing_a_promise_leaves_the_links_it_shares_with_another_intact() async throws {
+    // Two promises grown from one: releasing the first must not take apart the links the
+    // second still runs through.
+    let shared = (0..<10).reduce(firstly { 0 }) { promise, _ in promise.then { $0 + 1 } }
+    var first: Promise<Int>? = shared.then { $0 * 10 }
+    let second = shared.then { $0 * 100 }
+    #expect(try await first!.value == 100)
+    first = nil
+    _ = first
+    #expect(try await second.value == 1_000)
+    #expect(try await shared.value == 10)
+  }
+
   @Test func a_chain_of_then_runs_between_other_stages_is_released_on_a_small_stack() async {
     // Runs of `then` links, each run following a `flatMap` stage: a link's release loop stops
     // at the `+>` below it, whose own release then takes the next run apart.
