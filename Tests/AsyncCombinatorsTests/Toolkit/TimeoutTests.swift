@@ -127,6 +127,20 @@ import Testing
     SharedTimers.shared.pendingCount(dueAfter: .now() + .seconds(6 * 3600))
   }
 
+  /// For an exit test, in its own process: holds the shared timers' batches, then starts
+  /// `runs` parked runs on one token, each bounded by `duration`.
+  static func startWithBatchesHeld(_ runs: Int, _ duration: Duration)
+    -> (Parking<Int, Int>, CancellationToken)
+  {
+    SharedTimers.shared.holdBatchesForTesting()
+    let parking = Parking<Int, Int>()
+    let token = CancellationToken()
+    for index in 0..<runs {
+      parking.function.timeout(duration).run(index, token: token) { _ in }
+    }
+    return (parking, token)
+  }
+
   @Test func the_default_clocks_timer_is_removed_when_the_result_arrives() async throws {
     let parking = Parking<Int, Int>()
     let outcome = Locked<Result<Int, any Error>?>(nil)
@@ -221,12 +235,8 @@ import Testing
     // In a process of its own, whose batches wait for a count to arm them: what a run's
     // long timeout leaves behind is then seen before and after its batch is armed.
     await #expect(processExitsWith: .success) {
-      SharedTimers.shared.holdBatchesForTesting()
-      let parking = Parking<Int, Int>()
-      let token = CancellationToken()
-      for index in 0..<1_000 {
-        parking.function.timeout(.seconds(7 * 3600)).run(index, token: token) { _ in }
-      }
+      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(
+        1_000, .seconds(7 * 3600))
       precondition(token.registrationCount == 1_000, "only the runs' own handlers")
       let parked = parking.takeAll()
       for run in parked.prefix(900) { run.complete(.success(1)) }
@@ -243,12 +253,7 @@ import Testing
     // Arming a batch after its runs' token was cancelled runs each handler at once, in the
     // middle of arming: the race must then take back the timer it has just scheduled.
     await #expect(processExitsWith: .success) {
-      SharedTimers.shared.holdBatchesForTesting()
-      let parking = Parking<Int, Int>()
-      let token = CancellationToken()
-      for index in 0..<100 {
-        parking.function.timeout(.seconds(7 * 3600)).run(index, token: token) { _ in }
-      }
+      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(100, .seconds(7 * 3600))
       token.cancel()
       precondition(SharedTimers.shared.pendingCount == 0, "a cancelled run armed a timer")
       precondition(token.registrationCount == 0)
@@ -260,10 +265,7 @@ import Testing
     // Under a tenth of a second a timer is not worth batching: being armed a millisecond
     // late would show.
     await #expect(processExitsWith: .success) {
-      SharedTimers.shared.holdBatchesForTesting()
-      let parking = Parking<Int, Int>()
-      let token = CancellationToken()
-      parking.function.timeout(.milliseconds(99)).run(1, token: token) { _ in }
+      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(1, .milliseconds(99))
       precondition(token.registrationCount == 2, "the run's handler and its timer's")
       parking.takeAll()[0].complete(.success(1))
       precondition(token.registrationCount == 0)
