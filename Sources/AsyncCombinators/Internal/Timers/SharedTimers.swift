@@ -33,7 +33,9 @@ final class SharedTimers: Sendable {
   /// Owners waiting to arm their timers, in the order they were queued; a lock of their own,
   /// which queueing takes and the batch's arming takes once.
   private let deferred = Locked<[any DeferredTimer]>([])
-  /// Held while a batch is armed (see ``armDeferred()``): how many batches have been.
+  /// Held while a batch is armed (see ``armDeferred()``). It counts the batches armed so that
+  /// the lock guards a value of some size: an empty one shares its address with the lock's
+  /// own mutex pointer, which ThreadSanitizer reports as a race.
   private let arming = Locked(0)
   /// Set only by a test, in a process of its own: queued owners wait until a count arms them.
   private let holdsBatches = Atomic<Bool>(false)
