@@ -13,7 +13,7 @@ private final class Request: Cancellable {
   var cancelCount: Int { cancels.load(ordering: .relaxed) }
 }
 
-@Suite(.timeLimit(.minutes(1))) struct LiftTests {
+@Suite(.timeLimit(.minutes(1))) struct LiftsTests {
   // MARK: sync
 
   @Test func sync_returns_the_value() async throws {
@@ -94,7 +94,7 @@ private final class Request: Cancellable {
     }
     let expected = ContractViolation(
       kind: .neitherValueNorError, name: "emptyCallback",
-      fileID: "AsyncCombinatorsTests/LiftTests.swift", line: line)
+      fileID: "AsyncCombinatorsTests/LiftsTests.swift", line: line)
     await #expect(throws: expected) { try await runToCompletion(empty, 1).get() }
   }
 
@@ -222,7 +222,7 @@ private final class Request: Cancellable {
     let joined = AsyncFunc<(Int, Int, Int), Int>.callback3 { a, b, c, complete in
       complete(.success(a + b + c))
     }
-    #expect(String(describing: add) == "LiftTests.swift:\(line)")
-    #expect(String(describing: joined) == "LiftTests.swift:\(line + 1)")
+    #expect(String(describing: add) == "LiftsTests.swift:\(line)")
+    #expect(String(describing: joined) == "LiftsTests.swift:\(line + 1)")
   }
 }
