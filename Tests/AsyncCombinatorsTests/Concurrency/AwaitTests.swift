@@ -47,7 +47,9 @@ private final class LegacyClient: Sendable {
   }
 }
 
-@Suite struct BridgeCancellationTests {
+/// The await bridge (`Await.swift`): cancelling the awaiting task reaches the request of the
+/// callback API underneath (the other direction, `.async` stages, is in `LiftsTests`).
+@Suite struct AwaitTests {
   @Test func cancelling_the_awaiting_task_calls_the_requests_cancel() async {
     let client = LegacyClient()
     let fetch = client.fetch
