@@ -156,6 +156,20 @@ private func parked(_ parking: ParkedCompletions<Int>, _ trace: Recorder<Int>) -
     await done.wait()
   }
 
+  @Test func a_runs_completion_is_called_before_the_next_run_starts() async {
+    let parking = ParkedCompletions<Int>()
+    let trace = Recorder<String>()
+    let write = AsyncFunc<Int, Int>(name: "write") { input, complete in
+      trace.record("start \(input)")
+      input == 1 ? parking.park(complete) : complete(.success(input))
+    }.serialized()
+    write.run(1) { trace.record("1: \($0)") }
+    write.run(2) { trace.record("2: \($0)") }
+    await parking.arrivals(1)
+    parking.release(0, .success(1))  // run 2 starts on this thread, after run 1 is delivered
+    #expect(trace.all == ["start 1", "1: success(1)", "start 2", "2: success(2)"])
+  }
+
   @Test func describes_itself_as_a_call_on_the_inner_function() {
     let write = AsyncFunc<Int, Int>.sync(name: "write") { $0 }
     #expect(write.serialized().description == "write.serialized()")
