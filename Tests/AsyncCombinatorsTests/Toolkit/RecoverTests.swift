@@ -26,6 +26,18 @@ import Testing
     #expect(result.failure is CancellationError)
   }
 
+  @Test func cancellation_is_never_recovered_when_the_function_is_not_one_callback_stage() async {
+    let recovered = Tally()
+    let cancelling = AsyncFunc<Int, Int>.sync { _ in throw CancellationError() }
+    let result = await runToCompletion(
+      cancelling.recover { _ in
+        recovered.add()
+        return 0
+      }, 0)
+    #expect(isCancellation(result))
+    #expect(recovered.value == 0)
+  }
+
   @Test func description_reads_like_the_code() {
     let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }
     #expect("\(fetch.recover { _ in 0 })" == "fetch.recover { … }")
