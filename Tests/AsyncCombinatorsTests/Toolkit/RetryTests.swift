@@ -190,6 +190,21 @@ import Testing
     #expect(message.contains("retry(-1): the number of retries must not be negative"))
     #expect(message.contains("RetryTests.swift"))
   }
+
+  @Test func a_negative_delay_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.retry(1, delay: .seconds(-1))
+    }
+  }
+
+  @Test func a_backoff_below_one_or_not_finite_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.retry(1, delay: .seconds(1), backoff: 0.5)
+    }
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.retry(1, delay: .seconds(1), backoff: .infinity)
+    }
+  }
 }
 
 /// `retry` of one callback stage is fused into that stage's completion: the first attempt
