@@ -105,6 +105,16 @@ import Testing
     #expect(starts.withLock { $0 } == 4)
   }
 
+  @Test func a_map_that_finishes_cancels_none_of_its_elements() async throws {
+    let parking = Parking<Int, Int>()
+    let result = Task { try await parking.function.concurrentMap()([0, 1]) }
+    await parking.waitForStarts(2)
+    let parked = parking.takeAll()
+    for run in parked { run.complete(.success(run.input)) }
+    #expect(try await result.value == [0, 1])
+    #expect(parked.allSatisfy { !$0.token.isCancelled })
+  }
+
   @Test func cancelling_cancels_every_running_element_and_starts_no_new_ones() async {
     let parking = Parking<Int, Int>()
     let done = Gate()
