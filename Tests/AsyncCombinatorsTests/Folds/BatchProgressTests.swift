@@ -81,6 +81,39 @@ import Testing
     #expect(watcher.reports.count == 2)
   }
 
+  @Test func an_outcome_decided_while_a_report_is_delivered_waits_for_the_last_report() async {
+    let parking = Parking<Int, Int>()
+    let trace = Recorder<String>()
+    let inFirstReport = Gate()
+    let proceed = Gate()
+    let finished = Gate()
+    let squares = parking.function.concurrentMap { progress in
+      trace.record("report \(progress.completed) begins")
+      if progress.completed == 1 {
+        inFirstReport.open()
+        proceed.blockingWait()  // on the drainer's lane, never the cooperative pool
+      }
+      trace.record("report \(progress.completed) ends")
+    }
+    squares.run([0, 1]) { result in
+      trace.record("result: \(result)")
+      finished.open()
+    }
+    await parking.waitForStarts(2)
+    let parked = parking.takeAll()
+    blockingLane("drainer").async { parked[0].complete(.success(0)) }
+    await inFirstReport.wait()
+    parked[1].complete(.success(1))  // the last element: the outcome is decided here
+    trace.record("last element delivered")
+    proceed.open()
+    await finished.wait()
+    #expect(
+      trace.all == [
+        "report 1 begins", "last element delivered", "report 1 ends", "report 2 begins",
+        "report 2 ends", "result: success([0, 1])",
+      ])
+  }
+
   @Test func progress_description_and_fraction() {
     let progress = BatchProgress(completed: 3, failed: 1, inFlight: 2, total: 10)
     #expect(progress.description == "3/10 done (1 failed, 2 in flight)")
