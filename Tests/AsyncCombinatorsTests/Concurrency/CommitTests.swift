@@ -55,6 +55,15 @@ import Testing
     #expect(trace.all == ["commit finished", "cancel returned"])
   }
 
+  @Test func a_finished_commit_leaves_no_cancellation_handler_on_the_runs_token() {
+    let saved = Recorder<Int>()
+    let refresh = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }.commit { saved.record($0) }
+    let outcome = Recorder<String>()
+    let token = refresh.run(1) { outcome.record("\($0)") }
+    #expect(outcome.all == ["success(1)"])
+    #expect(token.registrationCount == 0)  // a handler left there would keep the barrier
+  }
+
   @Test func describes_itself_as_a_named_stage() {
     let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }
     #expect(fetch.commit(name: "saveProfile") { _ in }.description == "fetch +> saveProfile")
