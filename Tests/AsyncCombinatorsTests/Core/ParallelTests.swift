@@ -151,6 +151,17 @@ private final class Witness: Sendable {}
     #expect(throws: Boom(side: 1)) { try results.all[0].get() }
   }
 
+  @Test func a_join_that_succeeds_cancels_neither_side() {
+    let parking = Parking<Int, Int>()
+    let both = parking.function <> parking.function
+    let results = Recorder<String>()
+    both.run(1) { results.record("\($0)") }
+    let parked = parking.takeAll()
+    for run in parked { run.complete(.success(run.input)) }
+    #expect(results.all == ["success(1, 1)"])
+    #expect(parked.count == 2 && parked.allSatisfy { !$0.token.isCancelled })
+  }
+
   @Test func array_fold_starts_no_branch_after_a_failure() async {
     let started = Recorder<Int>()
     let record = AsyncFunc<Int, Int>.sync { x in
