@@ -36,6 +36,18 @@ import Testing
     #expect(seen.all == [1, 2])
   }
 
+  @Test func cancelling_the_fold_cancels_the_running_combine_and_starts_no_more() {
+    let parking = Parking<(Int, Int), Int>()
+    let outcome = Recorder<String>()
+    let token = AsyncFunc.reduce(0, parking.function).run([1, 2, 3]) { outcome.record("\($0)") }
+    let first = parking.takeAll()
+    token.cancel()
+    #expect(outcome.all == ["failure(Swift.CancellationError())"])
+    #expect(first.count == 1 && first[0].token.isCancelled)
+    first[0].complete(.success(1))  // the combine ignored its cancellation and calls back late
+    #expect(parking.started == 1)
+  }
+
   @Test func a_hundred_thousand_synchronous_combines_use_a_flat_stack() async throws {
     let add = AsyncFunc<(Int, Int), Int> { pair, complete in complete(.success(pair.0 + pair.1)) }
     #expect(try await AsyncFunc.reduce(0, add)(Array(repeating: 1, count: 100_000)) == 100_000)
