@@ -156,6 +156,19 @@ import Testing
     #expect(try outcome.result?.get() == 3)
   }
 
+  @Test func a_timer_due_at_once_scheduled_by_a_firing_fires_in_its_turn_not_inside_it() {
+    let clock = TestClock()
+    let fired = Recorder<String>()
+    _ = clock.scheduleTimer(at: .start + .seconds(1)) {
+      fired.record("first")
+      _ = clock.scheduleTimer(at: clock.now) { fired.record("scheduled by first") }
+      fired.record("first returns")
+    }
+    _ = clock.scheduleTimer(at: .start + .seconds(1)) { fired.record("second") }
+    clock.advance(by: .seconds(1))
+    #expect(fired.all == ["first", "first returns", "second", "scheduled by first"])
+  }
+
   @Test func next_deadline_skips_cancelled_timers() {
     let clock = TestClock()
     #expect(clock.nextDeadline == nil)
