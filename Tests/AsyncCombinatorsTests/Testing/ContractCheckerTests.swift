@@ -5,6 +5,9 @@ import Testing
 @testable import AsyncCombinators
 @testable import AsyncCombinatorsTesting
 
+/// An input a run can keep alive: a class, so the checker can watch it.
+private final class Payload: Sendable {}
+
 /// The contract checker finds each kind of breach in functions broken on purpose, names the
 /// function, and finds nothing in the library's own lifts and combinators.
 @Suite(.timeLimit(.minutes(2))) struct ContractCheckerTests {
@@ -36,6 +39,18 @@ import Testing
     let report = await checker.check(hoards) { $0 }
     #expect(report.kinds == [.completionNeverCalled, .objectsAliveAfterRun], "\(report)")
     #expect(report.breaches(of: .completionNeverCalled).contains { $0.function == "hoards" })
+  }
+
+  @Test func an_input_kept_alive_after_its_run_is_reported() async {
+    let kept = Locked<[Payload]>([])
+    let keepsInput = AsyncFunc<Payload, Int>(name: "keepsInput") { payload, complete in
+      kept.withLock { $0.append(payload) }
+      complete(.success(1))
+    }
+    let checker = ContractChecker(runs: 5, settleTimeout: .milliseconds(200))
+    let report = await checker.check(keepsInput) { _ in Payload() }
+    #expect(report.kinds == [.objectsAliveAfterRun], "\(report)")
+    #expect(report.breaches.allSatisfy { $0.detail == "its input still alive" })
   }
 
   @Test func a_completion_called_long_after_cancellation_is_reported_by_name() async {
