@@ -34,6 +34,14 @@ import Testing
     #expect(flaky.count == 3)
   }
 
+  @Test func retries_without_a_delay_start_at_once_on_the_thread_of_the_failed_attempt() {
+    let flaky = Flaky(failures: 2)
+    let results = Recorder<String>()
+    flaky.function.retry(2).run("ok") { results.record("\($0)") }
+    #expect(results.all == ["success(\"ok\")"])  // before `run` returned: no timer in between
+    #expect(flaky.count == 3)
+  }
+
   @Test func retry_zero_is_one_attempt() async {
     let flaky = Flaky(failures: .max)
     _ = await runToCompletion(flaky.function.retry(0), "x")
