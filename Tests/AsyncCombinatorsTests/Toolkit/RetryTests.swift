@@ -234,6 +234,18 @@ import Testing
     #expect(flaky.count == 2)
   }
 
+  @Test func a_step_after_the_retry_sees_cancellation_when_an_attempt_fails_after_the_cancel() {
+    let parked = ParkedCompletion<String>()
+    let seen = Recorder<String>()
+    let attempt = AsyncFunc<String, String>(name: "attempt") { _, complete in
+      parked.park(complete)
+    }
+    let token = attempt.retry(2).tap { _, result in seen.record("\(result)") }.run("x") { _ in }
+    token.cancel()
+    parked.complete(.failure(TestError(1)))  // the attempt ignored the cancellation
+    #expect(seen.all == ["failure(Swift.CancellationError())"])
+  }
+
   @Test func a_recover_before_the_retry_belongs_to_each_attempt() async throws {
     let flaky = Flaky(failures: .max)
     let recovered = flaky.function.recover { _ in "recovered" }.retry(2)
