@@ -166,6 +166,15 @@ import Testing
     #expect(chain.allSatisfy { $0.isCancelled })
   }
 
+  @Test func describes_itself_as_active_until_it_or_its_parent_is_cancelled() {
+    let parent = CancellationToken()
+    let (child, _) = parent.makeChild()
+    #expect("\(child)" == "CancellationToken(active)")
+    parent.cancel()
+    #expect("\(parent)" == "CancellationToken(cancelled)")
+    #expect("\(child)" == "CancellationToken(cancelled)")
+  }
+
   @Test func a_handler_added_to_a_child_of_a_cancelled_parent_runs_at_once() {
     let parent = CancellationToken()
     let (child, _) = parent.makeChild()
