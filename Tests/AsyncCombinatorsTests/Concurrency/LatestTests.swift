@@ -166,6 +166,20 @@ private func backend(_ parking: ParkedCompletions<[String]>) -> AsyncFunc<String
     #expect(outcome.count == 1)
   }
 
+  @Test func superseding_a_run_leaves_the_token_it_was_started_with_uncancelled() {
+    let parking = ParkedCompletions<Int>()
+    let fetch = AsyncFunc<Int, Int>(name: "fetch") { _, complete in parking.park(complete) }
+      .latest()
+    let screen = CancellationToken()  // shared by the caller with other work
+    let first = Recorder<String>()
+    fetch.run(1, token: screen) { first.record("\($0)") }
+    fetch.run(2) { _ in }
+    #expect(first.all == ["failure(Swift.CancellationError())"])
+    #expect(!screen.isCancelled)
+    parking.release(0, .success(1))
+    parking.release(1, .success(2))
+  }
+
   @Test func describes_itself_as_a_call_on_the_inner_function() {
     let search = AsyncFunc<String, String>.sync(name: "search") { $0 }
     #expect(search.latest().description == "search.latest()")
