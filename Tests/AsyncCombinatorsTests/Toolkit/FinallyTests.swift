@@ -48,6 +48,21 @@ import Testing
     #expect(cleaned.load(ordering: .relaxed) == false)
   }
 
+  @Test func a_cancelled_run_does_not_start_a_cleanup_that_is_not_synchronous() {
+    let parking = Parking<String, Int>()
+    let cleaned = Tally()
+    let cleanup = AsyncFunc<String, Void>(name: "cleanup") { _, complete in
+      cleaned.add()
+      complete(.success(()))
+    }
+    let outcome = Recorder<String>()
+    let token = parking.function.finally(cleanup).run("x") { outcome.record("\($0)") }
+    token.cancel()
+    parking.takeAll()[0].complete(.success(1))  // the body ignored the cancellation
+    #expect(outcome.all == ["failure(Swift.CancellationError())"])
+    #expect(cleaned.value == 0)
+  }
+
   @Test func description_reads_like_the_code() {
     let upload = AsyncFunc<String, Int>.sync(name: "upload") { $0.count }
     let progress = AsyncFunc<String, Void>.sync(name: "progress") { _ in }
