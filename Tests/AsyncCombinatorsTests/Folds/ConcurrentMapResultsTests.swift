@@ -61,4 +61,10 @@ import Testing
     #expect(reports.all == [1, 2])
     #expect(try await square.concurrentMapResults()([]).isEmpty)
   }
+
+  @Test func a_limit_below_one_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.concurrentMapResults(limit: 0)
+    }
+  }
 }
