@@ -119,6 +119,33 @@ private func parked(_ parking: ParkedCompletions<Int>, _ trace: Recorder<Int>) -
     await second.wait()
   }
 
+  @Test func a_cancelled_parallel_inside_completes_at_once_and_lets_the_next_run_start() {
+    let parking = ParkedCompletions<Int>()
+    let trace = Recorder<Int>()
+    let side = parked(parking, trace)
+    let write = (side <> side).serialized()
+    let first = Recorder<String>()
+    let token = write.run(1) { first.record("\($0)") }
+    write.run(2) { _ in }
+    #expect(trace.all == [1, 1])
+    token.cancel()  // both sides ignore it: only the join itself can end run 1 now
+    #expect(first.all == ["failure(Swift.CancellationError())"])
+    #expect(trace.all == [1, 1, 2, 2])
+    for index in 0..<4 { parking.release(index, .success(index)) }
+  }
+
+  @Test func a_cancelled_fold_inside_completes_at_once_and_lets_the_next_run_start() {
+    let parking = ParkedCompletions<Int>()
+    let trace = Recorder<Int>()
+    let write = parked(parking, trace).concurrentMap().serialized()
+    let token = write.run([1, 2]) { _ in }
+    write.run([3]) { _ in }
+    #expect(trace.all == [1, 2])
+    token.cancel()  // the elements ignore it: only the fold itself can end run 1 now
+    #expect(trace.all == [1, 2, 3])
+    for index in 0..<3 { parking.release(index, .success(index)) }
+  }
+
   @Test func a_failure_completes_its_own_run_and_the_line_goes_on() async throws {
     let flaky = AsyncFunc<Int, Int>.sync { input in
       if input == 1 { throw TestError() }
