@@ -19,7 +19,7 @@ extension AsyncFunc where Output == Bool {
   /// - Returns: A function from the array to the accepted elements.
   /// - Complexity: O(*n*) for *n* elements, as ``concurrentMap(limit:acceptableFailure:)``.
   public func concurrentFilter(limit: Int = .max) -> AsyncFunc<[Input], [Input]> {
-    filterFold(limit: limit, verdicts: concurrentMap(limit: limit))
+    filterFold(limit: limit) { concurrentMap(limit: limit) }
   }
 
   /// Runs this predicate on every element of an array, at most `limit` at a time, keeps the
@@ -44,13 +44,16 @@ extension AsyncFunc where Output == Bool {
   public func concurrentFilter(
     limit: Int = .max, progress: @escaping @Sendable (BatchProgress) -> Void
   ) -> AsyncFunc<[Input], [Input]> {
-    filterFold(limit: limit, verdicts: concurrentMap(limit: limit, progress: progress))
+    filterFold(limit: limit) { concurrentMap(limit: limit, progress: progress) }
   }
 
+  /// `verdicts` is made after the limit is checked, so that a bad limit is reported as the
+  /// caller wrote it, `concurrentFilter`, not as the `concurrentMap` inside.
   private func filterFold(
-    limit: Int, verdicts: AsyncFunc<[Input], [Bool]>
+    limit: Int, verdicts makeVerdicts: () -> AsyncFunc<[Input], [Bool]>
   ) -> AsyncFunc<[Input], [Input]> {
     precondition(limit >= 1, "concurrentFilter(limit: \(limit)): the limit must be at least 1")
+    let verdicts = makeVerdicts()
     return AsyncFunc<[Input], [Input]>(
       label: Label(name: nil, fileID: #fileID, line: #line),
       shape: .modified(

@@ -19,7 +19,8 @@ extension AsyncFunc {
   public func concurrentForEach(
     limit: Int = .max, acceptableFailure: FailureTolerance = .zero
   ) -> AsyncFunc<[Input], Void> {
-    concurrentMap(limit: limit, acceptableFailure: acceptableFailure)
+    checkLimit(limit, of: "concurrentForEach")
+    return concurrentMap(limit: limit, acceptableFailure: acceptableFailure)
       .map(name: "forEach") { _ in }
   }
 
@@ -46,7 +47,8 @@ extension AsyncFunc {
     limit: Int = .max, acceptableFailure: FailureTolerance = .zero,
     progress: @escaping @Sendable (BatchProgress) -> Void
   ) -> AsyncFunc<[Input], Void> {
-    concurrentMap(limit: limit, acceptableFailure: acceptableFailure, progress: progress)
+    checkLimit(limit, of: "concurrentForEach")
+    return concurrentMap(limit: limit, acceptableFailure: acceptableFailure, progress: progress)
       .map(name: "forEach") { _ in }
   }
 
@@ -66,7 +68,14 @@ extension AsyncFunc {
   public func concurrentCompactMap<Wrapped>(
     limit: Int = .max, acceptableFailure: FailureTolerance = .zero
   ) -> AsyncFunc<[Input], [Wrapped]> where Output == Wrapped? {
-    concurrentMap(limit: limit, acceptableFailure: acceptableFailure)
+    checkLimit(limit, of: "concurrentCompactMap")
+    return concurrentMap(limit: limit, acceptableFailure: acceptableFailure)
       .map(name: "compact") { $0.compactMap { $0 } }
   }
+}
+
+/// Checks a fold's limit before the `concurrentMap` inside it does, so that a bad limit is
+/// reported as the caller wrote it.
+private func checkLimit(_ limit: Int, of fold: String) {
+  precondition(limit >= 1, "\(fold)(limit: \(limit)): the limit must be at least 1")
 }

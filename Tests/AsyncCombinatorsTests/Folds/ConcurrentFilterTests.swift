@@ -34,4 +34,13 @@ import Testing
     let check = AsyncFunc<Int, Bool>.sync(name: "check") { _ in true }
     #expect("\(check.concurrentFilter(limit: 3))" == "check.concurrentFilter(limit: 3)")
   }
+
+  @Test func a_limit_below_one_is_a_precondition_failure_that_names_the_filter() async throws {
+    let exit = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Bool>.sync { _ in true }.concurrentFilter(limit: 0)
+      })
+    let message = String(decoding: exit.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("concurrentFilter(limit: 0): the limit must be at least 1"))
+  }
 }

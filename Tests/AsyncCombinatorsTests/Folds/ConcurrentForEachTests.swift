@@ -24,4 +24,21 @@ import Testing
     #expect(
       try await parse.concurrentCompactMap(limit: 2)(["1", "x", "3", "y", "5"]) == [1, 3, 5])
   }
+
+  @Test func a_limit_below_one_is_a_precondition_failure_that_names_the_fold_called() async throws {
+    let forEach = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Void>.sync { _ in }.concurrentForEach(limit: 0)
+      })
+    #expect(
+      String(decoding: forEach.standardErrorContent, as: UTF8.self)
+        .contains("concurrentForEach(limit: 0): the limit must be at least 1"))
+    let compactMap = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int?>.sync { $0 }.concurrentCompactMap(limit: -1)
+      })
+    #expect(
+      String(decoding: compactMap.standardErrorContent, as: UTF8.self)
+        .contains("concurrentCompactMap(limit: -1): the limit must be at least 1"))
+  }
 }
