@@ -10,8 +10,8 @@ extension AsyncFunc {
   /// `CancellationError` at once and never starts. A run cancelled while it runs also completes
   /// with `CancellationError` at once, but keeps its turn until its body has called back (or
   /// released its completion), so the next body never overlaps one that is still winding down.
-  /// A `<>` inside the function is the exception: it completes at once when cancelled, so its
-  /// branches may still be finishing when the next run starts.
+  /// A `<>`, `parallel` or fold inside the function is the exception: it completes at once when
+  /// cancelled, so its branches or elements may still be finishing when the next run starts.
   ///
   /// ```swift
   /// let write = AsyncFunc<String, String>(name: "write") { line, complete in
