@@ -154,12 +154,15 @@ where Base.Element: Sendable {
       // Once a call, not at every step: a wait below sees a later cancellation through its
       // handler, and a source that ends because of it is checked where it ends.
       if Task.isCancelled { storage.consumerGone() }
+      var step: ConcurrentMapStateMachine.Step
       if pullReserved {
         pullReserved = false
-        if storage.mayPull { await pull(into: storage, isolation: actor) }
+        step = storage.mayPull ? await pull(into: storage, isolation: actor) : storage.nextStep()
+      } else {
+        step = storage.nextStep()
       }
       while true {
-        switch storage.nextStep() {
+        switch step {
         case .output(let output):
           return unbox(output, as: Output.self)
         case .outputAndPull(let output):
@@ -171,29 +174,31 @@ where Base.Element: Sendable {
           if let failure { throw failure }
           return nil
         case .pull:
-          await pull(into: storage, isolation: actor)
+          step = await pull(into: storage, isolation: actor)
         case .wait:
           await storage.waitForProgress()
+          step = storage.nextStep()
         }
       }
     }
 
-    /// Pulls one element from the source and hands it, its end or its error to `storage`.
+    /// Pulls one element from the source and hands it, its end or its error to `storage`;
+    /// returns the step that comes next.
     ///
     /// The element is unwrapped here, where its type is known, and handed over erased: an
     /// erased optional would be unwrapped through the runtime's value witnesses.
     @inlinable
     mutating func pull(into storage: ConcurrentMapStorage, isolation actor: isolated (any Actor)?)
-      async
+      async -> ConcurrentMapStateMachine.Step
     {
       do {
         if let input = try await source?.next(isolation: actor) {
-          storage.pulled(input)
+          return storage.pulled(input)
         } else {
-          storage.sourceEnded()
+          return storage.sourceEnded()
         }
       } catch {
-        storage.sourceFailed(error)
+        return storage.sourceFailed(error)
       }
     }
   }

@@ -47,26 +47,33 @@ final class ConcurrentMapStorage: StageSink {
   @usableFromInline
   var mayPull: Bool { !hasEnded.load(ordering: .relaxed) }
 
-  /// The source produced `input`: start it, or queue it.
+  /// The source produced `input`: start it, or queue it; then the consumer's next step.
+  ///
+  /// The step is decided under the same lock as the element's arrival, which saves the
+  /// consumer a lock round trip per element. Deciding before the element starts is safe: a
+  /// step of `.wait` is checked again under the lock before the consumer suspends.
   @usableFromInline
-  func pulled(_ input: consuming AnyValue) {
-    guard case .start(let index) = machine.withLock({ $0.pulledElement(input) }) else { return }
-    start(index, input)
+  func pulled(_ input: consuming AnyValue) -> ConcurrentMapStateMachine.Step {
+    let (pulled, step) = machine.withLock { ($0.pulledElement(input), $0.nextStep()) }
+    if case .start(let index) = pulled { start(index, input) }
+    return step
   }
 
-  /// The source ended.
+  /// The source ended; then the consumer's next step.
   @usableFromInline
-  func sourceEnded() {
+  func sourceEnded() -> ConcurrentMapStateMachine.Step {
     // A source may end early because the consumer's task was cancelled: that is the consumer
     // giving up, not the source ending.
     if Task.isCancelled { consumerGone() }
     execute(machine.withLock { $0.sourceFinished() })
+    return nextStep()
   }
 
-  /// The source threw `error`.
+  /// The source threw `error`; then the consumer's next step.
   @usableFromInline
-  func sourceFailed(_ error: any Error) {
+  func sourceFailed(_ error: any Error) -> ConcurrentMapStateMachine.Step {
     execute(machine.withLock { $0.sourceFailed(error) })
+    return nextStep()
   }
 
   /// Suspends the consumer until it can go on: an output, the end, or room to pull.
