@@ -52,8 +52,7 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
     _ body: @escaping @Sendable (_ input: Input, _ complete: @escaping Completion) -> Void
   ) {
     // The stage calls `body` itself rather than through the three-argument form, whose
-    // adapter closure was an object of its own for every function made: a fan-out of 100,000
-    // distinct functions peaks about 5 MB lower without it.
+    // adapter closure was an object of its own (about 50 bytes) for every function made.
     let label = Label(name: name, fileID: fileID, line: line)
     let stage = CallbackStage(shape: .stage(label), label: label) { input, _, completion in
       body(unbox(input), completion.typed(Output.self))
