@@ -28,9 +28,9 @@ private final class Request: Cancellable {
   }
 
   @Test func sync_runs_on_the_thread_that_reaches_it() {
-    let calls = Recorder<Int>()
+    let calls = Recorder<Int?>()
     let double = AsyncFunc<Int, Int>.sync { $0 * 2 }
-    double.run(21) { calls.record(try! $0.get()) }
+    double.run(21) { calls.record(try? $0.get()) }
     #expect(calls.all == [42])  // Completed before `run` returned.
   }
 
