@@ -37,11 +37,22 @@ public struct Promise<Value: Sendable>: Sendable {
   ///   - queue: Where `body` runs; a global queue when `nil`.
   ///   - body: Turns the value into the next one.
   /// - Returns: A new chain, this one followed by `body`.
-  @inlinable  // So that a link's block is built with its types known (see `block`).
-  public func then<U>(
+  @inlinable  // So that a link's body is boxed with its types known.
+  public consuming func then<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> U
   ) -> Promise<U> {
-    Promise<U>(chain +> .block(on: queue, body))
+    // Consumed, so that a chain nothing else holds grows in place: a link is then a queue and
+    // a body in the chain's buffer, not an object of its own (see `Program.chaining`).
+    // Both moved, not copied, into `chaining`, in an unoptimized build too: a copy would hold
+    // the chain while it checks that nothing else does. The link is built in the call: a named
+    // value holding an existential is copied into a consuming parameter even when optimized.
+    let program = chain.program
+    _ = consume self
+    return Promise<U>(
+      AsyncFunc(
+        program: .chaining(
+          ChainedBlock(queue: queue ?? defaultBlockQueue, body: TypedBlock(body)),
+          after: consume program)))
   }
 
   /// Runs `body` on the chain's value, then the promise it returns: the result is flattened.

@@ -76,16 +76,44 @@ private func blockOnSmallStack(_ body: @escaping @Sendable () -> Void) {
     (0..<links).reduce(firstly { 0 }) { promise, _ in promise.then { $0 &+ 1 } }
   }
 
-  @Test func a_then_link_is_one_object_that_follows_the_chain_before_it() {
-    guard case .then(let link) = Self.chain(2).chain.program else {
-      Issue.record("the last link is not a `then` node")
+  @Test func thens_written_in_one_expression_share_one_chain_object() {
+    // Each `then` consumes the promise it extends: a temporary that nothing else holds, so the
+    // link goes into the chain's buffer rather than into an object of its own.
+    let promise = Promise(AsyncFunc<Void, Int>.sync(name: "head") { 0 })
+      .then { $0 + 1 }.then { $0 * 2 }.then { $0 - 3 }
+    guard case .then(let chain) = promise.chain.program else {
+      Issue.record("the chain does not end in a `then` node")
       return
     }
-    guard case .then = link.previous else {
-      Issue.record("the link before it is not a `then` node")
+    #expect(chain.isChain)
+    #expect(chain.hopCount == 3)
+    guard case .direct = chain.previous else {
+      Issue.record("the chain does not follow the head")
       return
     }
-    #expect(String(describing: Self.chain(2).chain) == "firstly +> then +> then")
+    #expect(String(describing: promise.chain) == "head +> then +> then +> then")
+  }
+
+  @Test func a_then_on_a_promise_held_elsewhere_starts_a_chain_of_its_own() {
+    // `base` is still held here, so `then` may not grow it: the new link is a chain that
+    // follows it, and `base` keeps its one link.
+    let base = firstly { 0 }.then { $0 + 1 }
+    let longer = base.then { $0 * 2 }
+    guard case .then(let shorter) = base.chain.program,
+      case .then(let chain) = longer.chain.program
+    else {
+      Issue.record("a promise does not end in a `then` node")
+      return
+    }
+    #expect(shorter.hopCount == 1)
+    #expect(chain.hopCount == 1)
+    guard case .then(let followed) = chain.previous else {
+      Issue.record("the new link does not follow the promise it extends")
+      return
+    }
+    #expect(followed === shorter)
+    #expect(String(describing: base.chain) == "firstly +> then")
+    #expect(String(describing: longer.chain) == "firstly +> then +> then")
   }
 
   @Test func a_block_held_elsewhere_is_not_taken_over_by_the_link() async throws {

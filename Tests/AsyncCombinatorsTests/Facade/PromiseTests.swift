@@ -305,6 +305,44 @@ private struct Failure: Error, Equatable {
     #expect(events.all.isEmpty)
   }
 
+  @Test func a_later_link_of_one_chain_waiting_for_its_queue_when_cancelled_never_runs() async {
+    let events = Recorder<String>()
+    let holding = Gate()
+    let queue = DispatchQueue(label: "busy")
+    // Both `then`s are links of one chain object: the run goes from the first to the second
+    // without leaving it, and must still check the cancellation between them.
+    let token = firstly { 1 }
+      .then(on: queue) { x -> Int in
+        queue.async {
+          queue.suspend()
+          holding.open()
+        }
+        return x + 1
+      }
+      .then(on: queue) { _ in events.record("second then") }
+      .always { events.record("always") }
+      .error { _ in events.record("error") }
+    await holding.wait()
+    token.cancel()
+    queue.resume()
+    await drain(queue)
+    #expect(!events.all.contains("second then"))
+    #expect(!events.all.contains("error"))
+  }
+
+  @Test func each_link_of_a_chain_is_traced_as_its_own_stage() async throws {
+    let head = Promise(AsyncFunc<Void, Int>.sync(name: "head") { 1 })
+    let promise = head.then { $0 + 1 }.then { $0 * 10 }
+    let (result, timeline) = await promise.chain.traced(())
+    #expect(try result.get() == 20)
+    let spans = timeline.spans
+    #expect(spans.map(\.name) == ["head", "then", "then"])
+    #expect(spans.allSatisfy { $0.end != nil && !$0.failed })
+    for (before, after) in zip(spans, spans.dropFirst()) {
+      #expect(try #require(before.end) <= after.start)
+    }
+  }
+
   @Test func cancelling_the_awaiting_task_cancels_the_chain() async {
     let parked = ParkedCompletion<Void>()
     let alwaysRan = Gate()

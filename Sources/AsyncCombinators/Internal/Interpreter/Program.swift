@@ -1,3 +1,5 @@
+import Dispatch
+
 /// A value flowing between stages once their types have been erased.
 @usableFromInline typealias AnyValue = any Sendable
 @usableFromInline typealias AnyResult = Result<AnyValue, any Error>
@@ -71,8 +73,9 @@ enum Program: Sendable {
   /// it is a promise block. Nothing can complete twice or race the start, so it needs no
   /// completion object.
   case hop(HopNode)
-  /// `node.previous +> .hop(node)` in one object: a promise's `then`, which `+>` builds in
-  /// place when its right side is a block nothing else holds (see `Program.serial`).
+  /// `node.previous +> .hop(node)` in one object: a block that `+>` built in place when its
+  /// right side was a block nothing else held (see `Program.serial`), or a promise's run of
+  /// `then` blocks, a `BlockChain` that makes one hop a link (see `Program.chaining`).
   case then(HopNode)
 
   var shape: Shape {
@@ -100,6 +103,28 @@ enum Program: Sendable {
     }
     node.follow(first)
     return .then(node)
+  }
+
+  /// `program` followed by one more promise block: appended in place to the chain that ends
+  /// `program` when nothing else holds it, else the first link of a new chain.
+  ///
+  /// A promise's `then` consumes the promise it extends, so a chain written in one expression,
+  /// or grown in a loop of `promise = promise.then { … }` in an optimized build, reaches here
+  /// holding its chain alone: its links share one object and one growing buffer, and building
+  /// or freeing a link allocates nothing. A chain that other promises still hold is never
+  /// touched: the new link starts a chain of its own that follows it.
+  @usableFromInline
+  static func chaining(
+    _ link: consuming ChainedBlock, after program: consuming Program
+  ) -> Program {
+    // Matched without binding first, then taken out, as in `serial`.
+    guard case .then = program else { return .then(BlockChain(following: program, link)) }
+    guard case .then(var node) = consume program else { fatalError() }
+    if node.isChain, isKnownUniquelyReferenced(&node) {
+      unsafeDowncast(node, to: BlockChain.self).append(link)
+      return .then(node)
+    }
+    return .then(BlockChain(following: .then(node), link))
   }
 }
 
@@ -262,14 +287,20 @@ final class DirectStage: Sendable {
 class HopNode: @unchecked Sendable {
   let performer: any BlockPerformer
   let shape: Shape
+  /// Whether the node is a `BlockChain`, which a promise's next `then` may extend.
+  let isChain: Bool
   /// What a `.then` runs before this hop; the identity while the node is a plain `.hop`.
   @exclusivity(unchecked) private(set) var previous = Program.sequence([])
   /// Whether `+>` may make this node a `then`: a promise block that follows nothing yet.
   @exclusivity(unchecked) private(set) var canFollow: Bool
 
-  init(_ performer: any BlockPerformer, shape: Shape = .hidden, isBlock: Bool = false) {
+  init(
+    _ performer: any BlockPerformer, shape: Shape = .hidden, isBlock: Bool = false,
+    isChain: Bool = false
+  ) {
     self.performer = performer
     self.shape = shape
+    self.isChain = isChain
     canFollow = isBlock
   }
 
@@ -299,6 +330,15 @@ class HopNode: @unchecked Sendable {
   fileprivate func detachPrevious(into pending: inout [ChainLink]) {
     ChainLink.detach(&previous, into: &pending)
   }
+
+  /// How many hops the node makes in a row, each running its block: one, or a chain's links.
+  var hopCount: Int { 1 }
+
+  /// Hands `work` to the performer of hop `index`.
+  func hop(_ index: Int, _ work: @escaping @Sendable () -> Void) { performer.perform(work) }
+
+  /// What runs on the performer of hop `index` before the rest of the run.
+  func run(_ value: AnyValue, at index: Int) throws -> AnyValue { try run(value) }
 
   /// What runs on the performer before the rest of the run.
   func run(_ value: AnyValue) throws -> AnyValue { value }
@@ -340,4 +380,77 @@ func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
     return unsafeBitCast(contained, to: Value.self)
   }
   return open(value)
+}
+
+/// A run of promise `then` blocks in one object: each link is a hop to its queue and a
+/// synchronous body there, as a `BlockNode` is, kept by value in one buffer.
+///
+/// A chain of `BlockNode`s costs an object per link, made on the building thread and freed
+/// on whichever thread drops the chain: the allocation, the `free` into another thread's arena
+/// and the teardown of each node cost more than the hop itself. Here a link is a queue and a
+/// body (no allocation: a closure fits an existential's inline buffer), appended while one
+/// reference holds the chain (`Program.chaining`). No lock makes it safe: `links` is written
+/// only then, and read only by runs, which hold references of their own.
+@usableFromInline
+final class BlockChain: HopNode, @unchecked Sendable {
+  @exclusivity(unchecked) private var links: ContiguousArray<ChainedBlock>
+
+  init(following previous: Program, _ link: consuming ChainedBlock) {
+    let queue = link.queue
+    links = [link]
+    super.init(queue, shape: ChainedBlock.shape, isChain: true)
+    follow(previous)
+  }
+
+  /// Adds a link at the end; only while nothing else holds the chain.
+  func append(_ link: consuming ChainedBlock) {
+    links.append(link)
+  }
+
+  override var hopCount: Int { links.count }
+
+  override func hop(_ index: Int, _ work: @escaping @Sendable () -> Void) {
+    links[index].queue.async(execute: work)
+  }
+
+  override func run(_ value: AnyValue, at index: Int) throws -> AnyValue {
+    try links[index].body.run(value)
+  }
+}
+
+/// One `then` of a `BlockChain`: where it runs and what it runs.
+@usableFromInline
+struct ChainedBlock: Sendable {
+  @usableFromInline let queue: DispatchQueue
+  @usableFromInline let body: any ErasedBlock
+
+  @inlinable
+  init(queue: DispatchQueue, body: some ErasedBlock) {
+    self.queue = queue
+    self.body = body
+  }
+
+  /// What every link describes and traces as: the facade's `then`.
+  static let shape = Shape.stage(Label(name: "then", fileID: #fileID, line: #line))
+}
+
+/// A block's body with its types erased, kept by value: a closure fits an existential's
+/// inline buffer, so a link allocates nothing to hold it.
+@usableFromInline
+protocol ErasedBlock: Sendable {
+  func run(_ value: AnyValue) throws -> AnyValue
+}
+
+/// A `then` body as the caller wrote it.
+@usableFromInline
+struct TypedBlock<Input: Sendable, Output: Sendable>: ErasedBlock {
+  @usableFromInline let body: @Sendable (Input) throws -> Output
+
+  @inlinable
+  init(_ body: @escaping @Sendable (Input) throws -> Output) {
+    self.body = body
+  }
+
+  @usableFromInline
+  func run(_ value: AnyValue) throws -> AnyValue { try body(unbox(value)) }
 }

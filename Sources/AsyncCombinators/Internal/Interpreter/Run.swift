@@ -65,6 +65,8 @@ final class Run: StageSink, @unchecked Sendable {
     var completedInline = Phase.running
     /// The hop the run is parked at; its value waits in `slot`.
     var hop: HopNode?
+    /// Which of the node's hops it is: a `BlockChain` makes one a link.
+    var hopIndex = 0
   }
 
   /// What remains to run after the current stage: the sequence being walked (kept out of the
@@ -183,8 +185,9 @@ final class Run: StageSink, @unchecked Sendable {
         // block captures only the run, which costs no allocation of its own.
         swap(&baton.pointee.parked, &position)
         baton.pointee.hop = hop
+        baton.pointee.hopIndex = 0
         slot.initialize(to: value)
-        hop.performer.perform { self.resumeAfterHop() }
+        hop.hop(0) { self.resumeAfterHop() }
         return
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
@@ -275,23 +278,42 @@ final class Run: StageSink, @unchecked Sendable {
 
   /// Goes on after a hop, on the performer's thread: the hop's block, then the rest. A run
   /// cancelled while it waited for the performer skips the block.
+  ///
+  /// A chain's next link hops again from here, with the position left parked: a promise's
+  /// `then`s cost the loop nothing between them.
   private func resumeAfterHop() {
-    var position = Position()
-    swap(&baton.pointee.parked, &position)
-    let hop = baton.pointee.hop.take()!
+    // Read, not taken: a chain's next link parks at the same node.
+    let hop = baton.pointee.hop.unsafelyUnwrapped
+    let index = baton.pointee.hopIndex
     var value = slot.move()
-    if token.isCancelled { return finish(.failure(CancellationError())) }
+    if token.isCancelled { return finishParked(.failure(CancellationError())) }
     var event: StageEvent?
     if let observer = token.observer { event = StageEvent.begin(hop.shape, observer) }
     do {
-      value = try hop.run(value)
+      value = try hop.run(value, at: index)
       event?.end(.succeeded)
     } catch {
       event?.end(StageOutcome(error))
-      return finish(.failure(error))
+      return finishParked(.failure(error))
     }
+    if index + 1 < hop.hopCount {
+      if token.isCancelled { return finishParked(.failure(CancellationError())) }
+      baton.pointee.hopIndex = index + 1
+      slot.initialize(to: value)
+      return hop.hop(index + 1) { self.resumeAfterHop() }
+    }
+    baton.pointee.hop = nil
+    var position = Position()
+    swap(&baton.pointee.parked, &position)
     guard let next = position.next() else { return finish(.success(value)) }
     drive(next, value, from: consume position)
+  }
+
+  /// Finishes a run still parked at a hop, letting go of the hop and of what it would have run.
+  private func finishParked(_ result: AnyResult) {
+    baton.pointee.hop = nil
+    baton.pointee.parked = Position()
+    finish(result)
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.

@@ -56,7 +56,8 @@ extension Program {
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
       case .then(let link):
-        pending.append(.hop(link))
+        // A chain describes each of its links, as the blocks it stands for would.
+        pending.append(contentsOf: repeatElement(.hop(link), count: link.hopCount))
         pending.append(link.previous)
       case .hop:
         parts.append(next)  // Hidden unless it is a promise block.
