@@ -393,28 +393,32 @@ func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
 /// only then, and read only by runs, which hold references of their own.
 @usableFromInline
 final class BlockChain: HopNode, @unchecked Sendable {
-  @exclusivity(unchecked) private var links: ContiguousArray<ChainedBlock>
+  /// The first link, kept in the object: a chain that never grows, as every link of a chain
+  /// grown from promises held elsewhere is, then costs one allocation, as a `BlockNode` did.
+  private let first: ChainedBlock
+  @exclusivity(unchecked) private var rest: ContiguousArray<ChainedBlock> = []
 
   init(following previous: Program, _ link: consuming ChainedBlock) {
     let queue = link.queue
-    links = [link]
+    first = link
     super.init(queue, shape: ChainedBlock.shape, isChain: true)
     follow(previous)
   }
 
   /// Adds a link at the end; only while nothing else holds the chain.
   func append(_ link: consuming ChainedBlock) {
-    links.append(link)
+    rest.append(link)
   }
 
-  override var hopCount: Int { links.count }
+  override var hopCount: Int { 1 + rest.count }
 
   override func hop(_ index: Int, _ work: @escaping @Sendable () -> Void) {
-    links[index].queue.async(execute: work)
+    (index == 0 ? first.queue : rest[index - 1].queue).async(execute: work)
   }
 
   override func run(_ value: AnyValue, at index: Int) throws -> AnyValue {
-    try links[index].body.run(value)
+    guard index > 0 else { return try first.body.run(value) }
+    return try rest[index - 1].body.run(value)
   }
 }
 
