@@ -48,8 +48,11 @@ if arguments.first == "--promise-split" {
   exit(0)
 }
 if arguments.first == "--promise-profile" {
-  // `--promise-profile [hand]`: one contender alone, for `perf stat`.
-  runPromiseProfile(handWritten: arguments.dropFirst().first == "hand")
+  // `--promise-profile [hand] [links]`: one contender alone, for `perf stat` and callgrind;
+  // a longer chain shows whether a link's cost grows with the chain's length.
+  runPromiseProfile(
+    handWritten: arguments.contains("hand"),
+    links: arguments.dropFirst().compactMap { Int($0) }.first ?? 1_000)
   exit(0)
 }
 if arguments.first == "--parallel" {
