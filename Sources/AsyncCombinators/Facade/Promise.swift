@@ -51,7 +51,7 @@ public struct Promise<Value: Sendable>: Sendable {
     return Promise<U>(
       AsyncFunc(
         program: .chaining(
-          ChainedBlock(queue: queue ?? defaultBlockQueue, body: TypedBlock(body)),
+          ChainedBlock(queue: queue, body: TypedBlock(body)),
           after: consume program)))
   }
 

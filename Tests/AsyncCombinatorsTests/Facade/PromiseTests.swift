@@ -204,6 +204,41 @@ private struct Failure: Error, Equatable {
     #expect(seen.all == ["firstly", "then", "always", "error"])
   }
 
+  @Test func each_then_of_one_chain_runs_on_its_own_queue() async throws {
+    // The four `then`s are links of one chain object; each must hop to the queue it names.
+    let key = DispatchSpecificKey<String>()
+    let queues = ["first", "second", "third"].map { name in
+      let queue = DispatchQueue(label: name)
+      queue.setSpecific(key: key, value: name)
+      return queue
+    }
+    let seen = Recorder<String?>()
+    let promise = Promise(AsyncFunc<Void, Int>.sync { 0 })
+      .then(on: queues[0]) { x -> Int in
+        seen.record(DispatchQueue.getSpecific(key: key))
+        return x + 1
+      }
+      .then { x -> Int in
+        seen.record(DispatchQueue.getSpecific(key: key))
+        return x + 1
+      }
+      .then(on: queues[2]) { x -> Int in
+        seen.record(DispatchQueue.getSpecific(key: key))
+        return x + 1
+      }
+      .then(on: queues[1]) { x -> Int in
+        seen.record(DispatchQueue.getSpecific(key: key))
+        return x + 1
+      }
+    guard case .then(let chain) = promise.chain.program else {
+      Issue.record("the chain does not end in a `then` node")
+      return
+    }
+    #expect(chain.hopCount == 4)
+    #expect(try await promise.value == 4)
+    #expect(seen.all == ["first", nil, "third", "second"])
+  }
+
   @Test func blocks_run_off_the_callers_queue_by_default() async {
     let key = DispatchSpecificKey<Bool>()
     let caller = DispatchQueue(label: "caller")

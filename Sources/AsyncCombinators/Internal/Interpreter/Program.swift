@@ -121,8 +121,9 @@ enum Program: Sendable {
     guard case .then = program else { return .then(BlockChain(following: program, link)) }
     guard case .then(var node) = consume program else { fatalError() }
     if node.isChain, isKnownUniquelyReferenced(&node) {
-      unsafeDowncast(node, to: BlockChain.self).append(link)
-      return .then(node)
+      let chain = unsafeDowncast(consume node, to: BlockChain.self)
+      chain.append(link)
+      return .then(chain)
     }
     return .then(BlockChain(following: .then(node), link))
   }
@@ -399,7 +400,7 @@ final class BlockChain: HopNode, @unchecked Sendable {
   @exclusivity(unchecked) private var rest: ContiguousArray<ChainedBlock> = []
 
   init(following previous: Program, _ link: consuming ChainedBlock) {
-    let queue = link.queue
+    let queue = link.queue ?? defaultBlockQueue
     first = link
     super.init(queue, shape: ChainedBlock.shape, isChain: true)
     follow(previous)
@@ -413,7 +414,10 @@ final class BlockChain: HopNode, @unchecked Sendable {
   override var hopCount: Int { 1 + rest.count }
 
   override func hop(_ index: Int, _ work: @escaping @Sendable () -> Void) {
-    (index == 0 ? first.queue : rest[index - 1].queue).async(execute: work)
+    // Unretained: the caller holds this node, and so its links' queues, for the whole call.
+    let queue = Unmanaged.passUnretained(
+      (index == 0 ? first.queue : rest[index - 1].queue) ?? defaultBlockQueue)
+    queue._withUnsafeGuaranteedRef { $0.async(execute: work) }
   }
 
   override func run(_ value: AnyValue, at index: Int) throws -> AnyValue {
@@ -422,14 +426,15 @@ final class BlockChain: HopNode, @unchecked Sendable {
   }
 }
 
-/// One `then` of a `BlockChain`: where it runs and what it runs.
+/// One `then` of a `BlockChain`: where it runs (a global queue when `nil`, which then costs
+/// the link no reference to count) and what it runs.
 @usableFromInline
 struct ChainedBlock: Sendable {
-  @usableFromInline let queue: DispatchQueue
+  @usableFromInline let queue: DispatchQueue?
   @usableFromInline let body: any ErasedBlock
 
   @inlinable
-  init(queue: DispatchQueue, body: some ErasedBlock) {
+  init(queue: DispatchQueue?, body: some ErasedBlock) {
     self.queue = queue
     self.body = body
   }
