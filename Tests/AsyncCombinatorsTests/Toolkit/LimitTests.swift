@@ -23,6 +23,37 @@ import Testing
     #expect(order == Array(0..<6))
   }
 
+  @Test func a_finished_run_is_let_go_while_runs_behind_it_still_wait() async {
+    // The gate drops its queue's spent entries only when it compacts, dozens of admissions
+    // later. An admitted run must not be among what they hold: whatever its completion
+    // captured would live on, and die under the gate's lock when they go.
+    final class Marker: Sendable {
+      let released: Tally
+      init(_ released: Tally) { self.released = released }
+      deinit { released.add() }
+    }
+    let parking = Parking<Int, Int>()
+    let limited = parking.function.limit(1)
+    let released = Tally()
+    limited.run(0) { _ in }
+    do {
+      let marker = Marker(released)
+      limited.run(1) { _ in withExtendedLifetime(marker) {} }
+    }
+    limited.run(2) { _ in }
+    limited.run(3) { _ in }  // Still waiting when run 1 ends: the queue is not emptied.
+    await parking.waitForStarts(1)
+    for run in parking.takeAll() { run.complete(.success(run.input)) }
+    await parking.waitForStarts(2)
+    // Run 1 ends here, on this thread, and with it the last reference to its completion.
+    for run in parking.takeAll() { run.complete(.success(run.input)) }
+    #expect(released.value == 1)
+    #expect(parking.started == 3)
+    for run in parking.takeAll() { run.complete(.success(run.input)) }
+    await parking.waitForStarts(4)
+    for run in parking.takeAll() { run.complete(.success(run.input)) }
+  }
+
   @Test func each_call_of_limit_makes_an_independent_gate() async {
     let parking = Parking<Int, Int>()
     parking.function.limit(1).run(0) { _ in }

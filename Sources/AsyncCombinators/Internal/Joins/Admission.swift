@@ -76,7 +76,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// Waiters in arrival order from `head` on, tombstones among them, each with the input it
     /// will start on. The waiter keeps its own place, so cancelling one is a store, not a
     /// search; a tombstone's input goes when compaction drops it.
-    var queue: [(waiter: Waiter, input: AnyValue)] = []
+    ///
+    /// An admitted waiter is taken out of its entry, not copied: the entries behind `head` then
+    /// hold no waiter that compaction, which runs under the gate's lock, would free there.
+    var queue: [(waiter: Waiter?, input: AnyValue)] = []
     var head = 0
     /// The waiters in `queue` that are not tombstones.
     var waitingCount = 0
@@ -142,9 +145,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       input: inout AnyValue
     ) -> (Waiter, CancellationToken.Registration?)? {
       while head < queue.count {
-        let waiter = queue[head].waiter
         let index = head
         head += 1
+        // Taken: the waiter's last reference, once its run is over, is then not the queue's.
+        guard let waiter = queue[index].waiter.take() else { continue }
         if waiter.place.isWaiting {
           let registration = unwatch(waiter)
           swap(&input, &queue[index].input)  // The entry behind `head` holds nothing now.
@@ -168,7 +172,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         head = 0
       }
       if held > 64 && held > 2 * waitingCount {
-        queue = queue[head...].filter { $0.waiter.place.isWaiting }
+        queue = queue[head...].filter { $0.waiter?.place.isWaiting == true }
         head = 0
       }
     }
