@@ -28,6 +28,10 @@ public struct Promise<Value: Sendable>: Sendable {
   /// A throw fails the chain: the later `then` blocks are skipped and ``error(on:_:)`` runs.
   /// A block that returns a promise goes to ``flatMap(on:_:)`` instead.
   ///
+  /// It consumes this promise, so that a chain nothing else holds (one written as a single
+  /// expression, say) keeps its consecutive `then` blocks in one object. A promise you use
+  /// again afterwards is copied, and stays as it was.
+  ///
   /// ```swift
   /// print(try await firstly { 2 }.then { $0 * 21 }.value)
   /// // prints 42
