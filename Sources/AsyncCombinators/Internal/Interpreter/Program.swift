@@ -203,25 +203,21 @@ extension Program {
 
 @usableFromInline
 final class CallbackStage: Sendable {
-  // What every start and completion reads comes first, in the object's first cache line:
-  // stored properties are laid out in the order they are declared. A fold over many distinct
-  // functions (a wide `parallel`) reads each stage once, cold, and the descriptions behind
-  // these fields (about 180 bytes) are for diagnostics only.
-  let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+  /// The stage's own shape: what its timeline event is called.
+  let shape: Shape
+  let label: Label
   /// What modifiers fused onto the stage do with its outcome, in order; usually none.
   let steps: [OutcomeStep]
   /// Whether a step needs the stage's input and token.
   let needsContext: Bool
+  /// Where the body starts, when `on(_:)` is fused on: the completion makes the hop.
+  let performer: (any BlockPerformer)?
   /// Whether there is a performer: read on every start, where unwrapping the existential
   /// would copy it.
   let hopsFirst: Bool
-  /// The stage's own shape: what its timeline event is called.
-  let shape: Shape
-  let label: Label
-  /// Where the body starts, when `on(_:)` is fused on: the completion makes the hop.
-  let performer: (any BlockPerformer)?
   /// How the function describes itself once modifiers are fused on: `fetch.recover { … }`.
   let described: Shape?
+  let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
 
   @usableFromInline
   init(
