@@ -14,14 +14,8 @@
 /// - Complexity: O(1) to build. Running it adds no stack depth: a chain of a million
 ///   synchronous stages runs in one frame.
 @inlinable  // A chain is built link by link: each `+>` then costs no generic call.
-public func +> <A, B, C>(first: AsyncFunc<A, B>, second: consuming AsyncFunc<B, C>)
-  -> AsyncFunc<A, C>
-{
-  // `second` is taken, not borrowed, and let go of before its program is looked at: a promise
-  // block built for this `+>` alone is then held only here, and becomes the link itself.
-  let program = second.program
-  _ = consume second
-  return AsyncFunc(program: .serial(first.program, consume program))
+public func +> <A, B, C>(first: AsyncFunc<A, B>, second: AsyncFunc<B, C>) -> AsyncFunc<A, C> {
+  AsyncFunc(program: .serial(first.program, second.program))
 }
 
 /// Runs `first`, then `second` on its output. Commonly written as `first +> second`.

@@ -73,9 +73,8 @@ enum Program: Sendable {
   /// it is a promise block. Nothing can complete twice or race the start, so it needs no
   /// completion object.
   case hop(HopNode)
-  /// `node.previous +> .hop(node)` in one object: a block that `+>` built in place when its
-  /// right side was a block nothing else held (see `Program.serial`), or a promise's run of
-  /// `then` blocks, a `BlockChain` that makes one hop a link (see `Program.chaining`).
+  /// `node.previous +> .hop(node)` in one object: a promise's run of `then` blocks, a
+  /// `BlockChain` that makes one hop a link (see `Program.chaining`).
   case then(HopNode)
 
   var shape: Shape {
@@ -88,21 +87,10 @@ enum Program: Sendable {
     }
   }
 
-  /// `first +> second`. When `second` is a promise block that nothing else holds and that
-  /// follows nothing yet, the block takes `first` as what it follows and becomes the `+>`:
-  /// one object a link rather than two, to build, walk and free.
+  /// `first +> second`. (A promise's `then` links in place instead: see `chaining`.)
   @usableFromInline
-  static func serial(_ first: Program, _ second: consuming Program) -> Program {
-    // Matched without binding first, then taken out of the consumed value: a binding in a
-    // `switch` holds a reference of its own in an unoptimized build, and the node would never
-    // look unique.
-    guard case .hop = second else { return .serial(SerialNode(first, second)) }
-    guard case .hop(var node) = consume second else { fatalError() }
-    guard node.canFollow, isKnownUniquelyReferenced(&node) else {
-      return .serial(SerialNode(first, .hop(node)))
-    }
-    node.follow(first)
-    return .then(node)
+  static func serial(_ first: Program, _ second: Program) -> Program {
+    .serial(SerialNode(first, second))
   }
 
   /// `program` followed by one more promise block: appended in place to the chain that ends
@@ -117,7 +105,9 @@ enum Program: Sendable {
   static func chaining(
     _ link: consuming ChainedBlock, after program: consuming Program
   ) -> Program {
-    // Matched without binding first, then taken out, as in `serial`.
+    // Matched without binding first, then taken out of the consumed value: a binding in a
+    // `switch` holds a reference of its own in an unoptimized build, and the node would never
+    // look unique.
     guard case .then = program else { return .then(BlockChain(following: program, link)) }
     guard case .then(var node) = consume program else { fatalError() }
     if node.isChain, isKnownUniquelyReferenced(&node) {
@@ -279,11 +269,12 @@ final class DirectStage: Sendable {
 /// Where a `.hop` resumes its run. On its own a hop passes its value through; a promise block
 /// is a `BlockNode`, which runs its body there first.
 ///
-/// No lock makes it safe: every stored property but `previous` and `canFollow` is a `let` of a
-/// `Sendable` type, here and in the subclass, and those two are written only while one
-/// reference holds the node: by `+>` before it hands the node out, and (`previous`) by a
-/// `deinit` taking a chain apart. A class that can be subclassed cannot say so to the compiler,
-/// hence `@unchecked`.
+/// No lock makes it safe: every stored property but `previous` (and `BlockChain`'s `rest`) is a
+/// `let` of a `Sendable` type, here and in the subclasses, and those are written only while one
+/// reference holds the node: by `Program.chaining` before it hands the node out, and
+/// (`previous`) by a `deinit` taking a chain apart. A run that reads a node holds a reference
+/// of its own, so nothing writes a node while a run reads it. A class that can be subclassed
+/// cannot say so to the compiler, hence `@unchecked`.
 @usableFromInline
 class HopNode: @unchecked Sendable {
   let performer: any BlockPerformer
@@ -292,17 +283,11 @@ class HopNode: @unchecked Sendable {
   let isChain: Bool
   /// What a `.then` runs before this hop; the identity while the node is a plain `.hop`.
   @exclusivity(unchecked) private(set) var previous = Program.sequence([])
-  /// Whether `+>` may make this node a `then`: a promise block that follows nothing yet.
-  @exclusivity(unchecked) private(set) var canFollow: Bool
 
-  init(
-    _ performer: any BlockPerformer, shape: Shape = .hidden, isBlock: Bool = false,
-    isChain: Bool = false
-  ) {
+  init(_ performer: any BlockPerformer, shape: Shape = .hidden, isChain: Bool = false) {
     self.performer = performer
     self.shape = shape
     self.isChain = isChain
-    canFollow = isBlock
   }
 
   deinit {
@@ -325,7 +310,6 @@ class HopNode: @unchecked Sendable {
   /// Makes the node `first +> self`; only while nothing else holds it.
   fileprivate func follow(_ first: Program) {
     previous = first
-    canFollow = false
   }
 
   fileprivate func detachPrevious(into pending: inout [ChainLink]) {
@@ -345,11 +329,10 @@ class HopNode: @unchecked Sendable {
   func run(_ value: AnyValue) throws -> AnyValue { value }
 }
 
-/// A promise block: a hop and a synchronous body in one object. `@unchecked` for the reason
-/// `HopNode` gives: no lock, because its own `body` is a `let` and what `HopNode` writes is
-/// written only while one reference holds the node. Typed, so the body is stored as the caller
-/// wrote it, with no erasing closure around it; and `+>` makes the block itself the link, so a
-/// `then` costs one object to build rather than four.
+/// A promise block on its own (the head `firstly` makes): a hop and a synchronous body in one
+/// object. `@unchecked` for the reason `HopNode` gives: no lock, because its own `body` is a
+/// `let` and what `HopNode` writes is written only while one reference holds the node. Typed,
+/// so the body is stored as the caller wrote it, with no erasing closure around it.
 @usableFromInline
 final class BlockNode<Input: Sendable, Output: Sendable>: HopNode, @unchecked Sendable {
   let body: @Sendable (Input) throws -> Output
@@ -360,7 +343,7 @@ final class BlockNode<Input: Sendable, Output: Sendable>: HopNode, @unchecked Se
     body: @escaping @Sendable (Input) throws -> Output
   ) {
     self.body = body
-    super.init(performer, shape: .stage(label), isBlock: true)
+    super.init(performer, shape: .stage(label))
   }
 
   override func run(_ value: AnyValue) throws -> AnyValue { try body(unbox(value)) }
@@ -390,8 +373,9 @@ func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
 /// on whichever thread drops the chain: the allocation, the `free` into another thread's arena
 /// and the teardown of each node cost more than the hop itself. Here a link is a queue and a
 /// body (no allocation: a closure fits an existential's inline buffer), appended while one
-/// reference holds the chain (`Program.chaining`). No lock makes it safe: `links` is written
-/// only then, and read only by runs, which hold references of their own.
+/// reference holds the chain (`Program.chaining`). No lock makes it safe: `rest` is written
+/// only then, and read only by runs, which hold references of their own, so no run can be
+/// reading it while it grows (see `HopNode`).
 @usableFromInline
 final class BlockChain: HopNode, @unchecked Sendable {
   /// The first link, kept in the object: a chain that never grows, as every link of a chain
