@@ -71,7 +71,8 @@ private func blockOnSmallStack(_ body: @escaping @Sendable () -> Void) {
 }
 
 @Suite struct PromiseChainStackSafetyTests {
-  /// A promise of `links` links, each a `then`: what `+>` builds one object a link for.
+  /// A promise of `links` links, each a `then` on a promise the reduction still holds: a chain
+  /// of one-link nodes, the deepest shape a promise chain takes.
   private static func chain(_ links: Int) -> Promise<Int> {
     (0..<links).reduce(firstly { 0 }) { promise, _ in promise.then { $0 &+ 1 } }
   }
