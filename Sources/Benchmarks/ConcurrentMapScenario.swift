@@ -43,12 +43,11 @@ func runConcurrentMapScenario() {
   }
 
   let sums = Box()
-  let medians = medianNanoseconds([
+  let timings = measure([
     { sums.value.store(library(), ordering: .relaxed) },
     { precondition(baseline() == sums.value.load(ordering: .relaxed), "results differ") },
   ])
   report(
-    "concurrentMap(limit: \(limit)), \(count) elements", unit: "ns/element",
-    ours: medians[0] / Double(count),
-    baselines: [("DispatchGroup + semaphore", medians[1] / Double(count))])
+    "concurrentMap(limit: \(limit)), \(count) elements", unit: "ns/element", timings, ours: 0,
+    per: count, baselines: [("DispatchGroup + semaphore", 1)])
 }

@@ -136,18 +136,18 @@ private func compareStreamToArray(
       precondition(handWritten(floor) == sums.value.load(ordering: .relaxed), "differ")
     }
   }
-  let perElement = medianNanoseconds(contenders).map { $0 / Double(count) }
+  let timings = measure(contenders)
   for (row, order) in [(1, "ordered"), (2, "unordered")] {
-    var baselines = [("array concurrentMap(limit: 8)", perElement[0])]
-    if floor != nil { baselines.append(("hand-written stream", perElement[3])) }
+    var baselines = [("array concurrentMap(limit: 8)", 0)]
+    if floor != nil { baselines.append(("hand-written stream", 3)) }
     report(
-      "concurrentMap(over:), \(count), \(body), \(order)", unit: "ns/element",
-      ours: perElement[row], baselines: baselines)
+      "concurrentMap(over:), \(count), \(body), \(order)", unit: "ns/element", timings,
+      ours: row, per: count, baselines: baselines)
   }
   if floor != nil {
     report(
-      "hand-written stream, \(count), \(body)", unit: "ns/element", ours: perElement[3],
-      baselines: [("array concurrentMap(limit: 8)", perElement[0])])
+      "hand-written stream, \(count), \(body)", unit: "ns/element", timings, ours: 3,
+      per: count, baselines: [("array concurrentMap(limit: 8)", 0)])
   }
 }
 

@@ -3,15 +3,15 @@ import Dispatch
 import Foundation
 
 /// Times each contender `repetitions` times, interleaved (ours, baseline, ours, ...), and
-/// returns each one's median in nanoseconds.
+/// returns every round's times.
 ///
 /// Medians, not means: the machines are shared, and one descheduled run should not move the
 /// figure. Interleaving puts a noisy neighbour on both sides of the ratio, not one. Each round
 /// after the first goes in a shuffled order (the same in every process): a contender that
 /// leaves Dispatch's threads awake, or the allocator's bins full, would otherwise always hand
 /// that state to the same neighbour.
-func medianNanoseconds(repetitions: Int = 7, _ contenders: [() -> Void]) -> [Double] {
-  var samples = Array(repeating: [UInt64](), count: contenders.count)
+func measure(repetitions: Int = 7, _ contenders: [() -> Void]) -> Timings {
+  var rounds = Array(repeating: [Double](), count: contenders.count)
   var order = Array(contenders.indices)
   var random = SplitMix64(seed: 0x5EED)
   for round in 0..<repetitions {
@@ -19,10 +19,31 @@ func medianNanoseconds(repetitions: Int = 7, _ contenders: [() -> Void]) -> [Dou
     for index in order {
       let start = DispatchTime.now().uptimeNanoseconds
       contenders[index]()
-      samples[index].append(DispatchTime.now().uptimeNanoseconds - start)
+      rounds[index].append(Double(DispatchTime.now().uptimeNanoseconds - start))
     }
   }
-  return samples.map { Double($0.sorted()[$0.count / 2]) }
+  return Timings(rounds: rounds)
+}
+
+/// What ``measure(repetitions:_:)`` timed: each contender's time in every round.
+struct Timings {
+  /// Nanoseconds, by contender, then by round.
+  let rounds: [[Double]]
+
+  /// The contender's median time in nanoseconds, divided by `units` (elements, stages, ...).
+  func median(_ contender: Int, per units: Int = 1) -> Double {
+    Timings.median(rounds[contender]) / Double(units)
+  }
+
+  /// The median, over the rounds, of the contender's time against the baseline's in the same
+  /// round. Paired, so that a slow spell of the machine, which lasts longer than a round,
+  /// slows both sides of each ratio: on a shared machine this moves far less from run to run
+  /// than the ratio of the two medians.
+  func ratio(_ contender: Int, to baseline: Int) -> Double {
+    Timings.median(zip(rounds[contender], rounds[baseline]).map { $0 / $1 })
+  }
+
+  private static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 }
 
 /// Blocks the calling (main) thread until `start` calls its argument: benchmarks measure
@@ -33,12 +54,17 @@ func waitFor(_ start: (@escaping @Sendable () -> Void) -> Void) {
   done.wait()
 }
 
-/// One row of the report: our figure, the baseline's, and their ratio.
-func report(_ scenario: String, unit: String, ours: Double, baselines: [(String, Double)]) {
+/// One row of the report: our figure per unit, each baseline's, and our paired ratio to each
+/// (see ``Timings/ratio(_:to:)``).
+func report(
+  _ scenario: String, unit: String, _ timings: Timings, ours: Int, per units: Int,
+  baselines: [(String, Int)]
+) {
   let name = scenario.padding(toLength: 46, withPad: " ", startingAt: 0)
-  var line = "\(name) ours \(format(ours)) \(unit)"
-  for (label, value) in baselines {
-    line += " | \(label) \(format(value)) (x\(String(format: "%.2f", ours / value)))"
+  var line = "\(name) ours \(format(timings.median(ours, per: units))) \(unit)"
+  for (label, baseline) in baselines {
+    let ratio = String(format: "%.2f", timings.ratio(ours, to: baseline))
+    line += " | \(label) \(format(timings.median(baseline, per: units))) (x\(ratio))"
   }
   print(line)
 }

@@ -7,9 +7,14 @@ import Synchronization
 ///
 /// `f` completes on a global queue, as real work does. Every modifier is measured as
 /// `f.<modifier>.concurrentMap()` against the plain `f.concurrentMap()` in the same run,
-/// interleaved; the scale rows double the width twice over and report the per-element figure
-/// at each width, so a cost that grows with the number of siblings shows as a growth ratio.
-func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions: Int = 7) {
+/// interleaved; the scale rows quadruple the width twice over and report the per-element
+/// figure at each width, so a cost that grows with the number of siblings shows as a growth
+/// ratio (the last width's figure against the first's). The overhead column is each row's
+/// paired ratio (see ``Timings/ratio(_:to:)``) to the plain fold at `overheadWidth`, the width
+/// the bars are stated at; a width not among `widths` is added to them.
+func runModifierScenario(
+  widths: [Int] = [10_000, 40_000, 160_000], overheadWidth: Int = 100_000, repetitions: Int = 7
+) {
   let f = AsyncFunc<Int, Int>(name: "f") { x, complete in
     DispatchQueue.global().async { complete(.success(x &+ 1)) }
   }
@@ -41,18 +46,21 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
   let kept = only?.split(separator: ",").map(String.init)
   let modifiers = kept.map { names in allModifiers.filter { names.contains($0.0) } } ?? allModifiers
   print("\nModifiers inside concurrentMap, f completing on a global queue (ns/element)")
+  let widths = Set(widths + [overheadWidth]).sorted()
   var perElement: [[Double]] = Array(repeating: [], count: modifiers.count)
+  var overheadTimings: Timings?
   for width in widths {
     let input = Array(0..<width)
-    let medians = medianNanoseconds(
+    let timings = measure(
       repetitions: repetitions,
       modifiers.map { _, fold in { blockOn(fold, input, expectedCount: width) } })
-    for index in modifiers.indices { perElement[index].append(medians[index] / Double(width)) }
+    for index in modifiers.indices { perElement[index].append(timings.median(index, per: width)) }
+    if width == overheadWidth { overheadTimings = timings }
   }
   let header = widths.map { "n=\($0)".padding(toLength: 11, withPad: " ", startingAt: 0) }
   print(
     "modifier".padding(toLength: 18, withPad: " ", startingAt: 0) + header.joined()
-      + "growth   vs plain at n=\(widths[widths.count / 2])")
+      + "growth   vs plain at n=\(overheadWidth)")
   for (index, (name, _)) in modifiers.enumerated() {
     let figures = perElement[index].map {
       format($0).padding(toLength: 11, withPad: " ", startingAt: 0)
@@ -62,10 +70,9 @@ func runModifierScenario(widths: [Int] = [10_000, 40_000, 160_000], repetitions:
     let plainName =
       name.hasSuffix("limit 1")
       ? "none, limit 1" : name.hasSuffix("limit 8") ? "none limit 8" : "none"
-    let middle = widths.count / 2
-    // Against the plain fold of the same run; "-" when that row was left out.
+    // Against the plain fold of the same rounds; "-" when that row was left out.
     let overhead = modifiers.firstIndex { $0.0 == plainName }.map {
-      "x" + String(format: "%.2f", perElement[index][middle] / perElement[$0][middle])
+      "x" + String(format: "%.2f", overheadTimings!.ratio(index, to: $0))
     }
     print(
       name.padding(toLength: 18, withPad: " ", startingAt: 0) + figures.joined()
@@ -79,7 +86,7 @@ func runHopScenario(runs: Int = 10_000) {
   for k in [1, 3] {
     let stage = AsyncFunc<Int, Int>.sync { $0 &+ 1 }.on(queue)
     let chain = AsyncFunc.serial(Array(repeating: stage, count: k))
-    let medians = medianNanoseconds([
+    let timings = measure([
       {
         for x in 0..<runs {
           waitFor { done in chain.run(x) { _ in done() } }
@@ -92,8 +99,8 @@ func runHopScenario(runs: Int = 10_000) {
       },
     ])
     report(
-      "\(k) × .on(queue) stage, \(runs) runs", unit: "ns/run", ours: medians[0] / Double(runs),
-      baselines: [("DispatchQueue.async", medians[1] / Double(runs))])
+      "\(k) × .on(queue) stage, \(runs) runs", unit: "ns/run", timings, ours: 0, per: runs,
+      baselines: [("DispatchQueue.async", 1)])
   }
 }
 
@@ -106,22 +113,29 @@ private func handHops(
 }
 
 /// A `Promise` chain of `then`s (each a hop to a global queue) against the same hops by hand.
-func runPromiseScenario(links: Int = 1_000) {
-  let medians = medianNanoseconds([
+///
+/// Each timed sample runs `chains` chains one after another: one chain of a thousand links
+/// takes under a millisecond, short enough for one wakeup of a descheduled thread to double it.
+func runPromiseScenario(links: Int = 1_000, chains: Int = 20) {
+  let timings = measure([
     {
-      waitFor { done in
-        var promise = Promise(AsyncFunc<Void, Int>.sync { 0 })
-        for _ in 0..<links { promise = promise.then { $0 &+ 1 } }
-        promise.always { done() }.error { _ in }
+      for _ in 0..<chains {
+        waitFor { done in
+          var promise = Promise(AsyncFunc<Void, Int>.sync { 0 })
+          for _ in 0..<links { promise = promise.then { $0 &+ 1 } }
+          promise.always { done() }.error { _ in }
+        }
       }
     },
     {
-      waitFor { done in handHops(0, links, on: DispatchQueue.global()) { _ in done() } }
+      for _ in 0..<chains {
+        waitFor { done in handHops(0, links, on: DispatchQueue.global()) { _ in done() } }
+      }
     },
   ])
   report(
-    "Promise, \(links) × then", unit: "ns/link", ours: medians[0] / Double(links),
-    baselines: [("DispatchQueue.global().async", medians[1] / Double(links))])
+    "Promise, \(links) × then", unit: "ns/link", timings, ours: 0, per: links * chains,
+    baselines: [("DispatchQueue.global().async", 1)])
 }
 
 /// Where a promise link's time goes: building the chain, running it, letting it go, each
@@ -178,7 +192,7 @@ func runUnlimitedMapScenario(count: Int = 100_000) {
   }
   let fold = f.concurrentMap()
   let input = Array(0..<count)
-  let medians = medianNanoseconds([
+  let timings = measure([
     { blockOn(fold, input, expectedCount: count) },
     {
       let group = DispatchGroup()
@@ -194,8 +208,8 @@ func runUnlimitedMapScenario(count: Int = 100_000) {
     },
   ])
   report(
-    "concurrentMap(), \(count) elements", unit: "ns/element", ours: medians[0] / Double(count),
-    baselines: [("DispatchGroup + locked array", medians[1] / Double(count))])
+    "concurrentMap(), \(count) elements", unit: "ns/element", timings, ours: 0, per: count,
+    baselines: [("DispatchGroup + locked array", 1)])
 }
 
 /// Runs `fold` on `input` and waits for it on the calling (main) thread.

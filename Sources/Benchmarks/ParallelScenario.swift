@@ -12,7 +12,7 @@ func runParallelScenario(branches count: Int = 100_000) {
     })
   let sum = Box()
 
-  let medians = medianNanoseconds([
+  let timings = measure([
     {
       waitFor { done in
         fold.run(0) { result in
@@ -23,10 +23,9 @@ func runParallelScenario(branches count: Int = 100_000) {
     },
     { sum.value.store(dispatchGroupFanOut(count, on: queue), ordering: .relaxed) },
   ])
-  let (ours, group) = (medians[0], medians[1])
   report(
-    "parallel, \(count) branches", unit: "ns/branch", ours: ours / Double(count),
-    baselines: [("DispatchGroup", group / Double(count))])
+    "parallel, \(count) branches", unit: "ns/branch", timings, ours: 0, per: count,
+    baselines: [("DispatchGroup", 1)])
 }
 
 @inline(never)

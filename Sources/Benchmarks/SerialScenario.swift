@@ -21,7 +21,7 @@ func runSerialScenario(stages count: Int = 1_000_000) {
   let hotCallbackChain = AsyncFunc.serial(Array(repeating: oneCallback, count: count))
   let oneStep: @Sendable (Int, (Int) -> Void) -> Void = { x, next in next(x &+ 1) }
 
-  let medians = medianNanoseconds([
+  let timings = measure([
     { callbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
     { syncChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
     { result.value.store(continuationLoop(handWritten), ordering: .relaxed) },
@@ -36,21 +36,18 @@ func runSerialScenario(stages count: Int = 1_000_000) {
     { hotCallbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
     { result.value.store(repeatedLoop(oneStep, count), ordering: .relaxed) },
   ])
-  let (callback, sync, loop, awaited) = (medians[0], medians[1], medians[2], medians[3])
-  let (hotCallback, hotLoop) = (medians[4], medians[5])
   precondition(result.value.load(ordering: .relaxed) == count)
 
-  let perStage = Double(count)
-  let baselines = [("hand-written CPS", loop / perStage), ("async/await", awaited / perStage)]
+  let baselines = [("hand-written CPS", 2), ("async/await", 3)]
   report(
-    "serial, \(count) callback stages", unit: "ns/stage", ours: callback / perStage,
+    "serial, \(count) callback stages", unit: "ns/stage", timings, ours: 0, per: count,
     baselines: baselines)
   report(
-    "serial, \(count) .sync stages", unit: "ns/stage", ours: sync / perStage,
+    "serial, \(count) .sync stages", unit: "ns/stage", timings, ours: 1, per: count,
     baselines: baselines)
   report(
-    "serial, one callback stage \(count) times", unit: "ns/stage", ours: hotCallback / perStage,
-    baselines: [("one closure in a loop", hotLoop / perStage)])
+    "serial, one callback stage \(count) times", unit: "ns/stage", timings, ours: 4, per: count,
+    baselines: [("one closure in a loop", 5)])
 }
 
 @inline(never)
