@@ -63,8 +63,10 @@ func report(
   let name = scenario.padding(toLength: 46, withPad: " ", startingAt: 0)
   var line = "\(name) ours \(format(timings.median(ours, per: units))) \(unit)"
   for (label, baseline) in baselines {
-    let ratio = String(format: "%.2f", timings.ratio(ours, to: baseline))
-    line += " | \(label) \(format(timings.median(baseline, per: units))) (x\(ratio))"
+    let ratio = timings.ratio(ours, to: baseline)
+    recordForBars(barKey(scenario, against: label), ratio)
+    line += " | \(label) \(format(timings.median(baseline, per: units)))"
+    line += " (x\(String(format: "%.2f", ratio)))"
   }
   print(line)
 }

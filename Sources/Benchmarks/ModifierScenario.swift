@@ -66,13 +66,16 @@ func runModifierScenario(
       format($0).padding(toLength: 11, withPad: " ", startingAt: 0)
     }
     let growth = perElement[index].last! / perElement[index].first!
+    recordForBars("growth \(name)", growth)
     // A row run with a limit is against the plain fold with the same limit.
     let plainName =
       name.hasSuffix("limit 1")
       ? "none, limit 1" : name.hasSuffix("limit 8") ? "none limit 8" : "none"
     // Against the plain fold of the same rounds; "-" when that row was left out.
     let overhead = modifiers.firstIndex { $0.0 == plainName }.map {
-      "x" + String(format: "%.2f", overheadTimings!.ratio(index, to: $0))
+      let ratio = overheadTimings!.ratio(index, to: $0)
+      recordForBars("overhead \(name)", ratio)
+      return "x" + String(format: "%.2f", ratio)
     }
     print(
       name.padding(toLength: 18, withPad: " ", startingAt: 0) + figures.joined()

@@ -127,3 +127,5 @@ let streamPeak = streamOutput.split(separator: " ").last.map {
   $0.trimmingCharacters(in: .whitespacesAndNewlines)
 }
 print("concurrentMap(over:), 1000000, process peak   \(streamPeak ?? "?") MB (bound: 64 MB)")
+if let peak = streamPeak.flatMap({ Double($0) }) { recordForBars("stream peak", peak) }
+printBars()

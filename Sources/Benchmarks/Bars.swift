@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+
+/// The bars the issues set, checked against this run's figures at the end of a whole run.
+///
+/// Every reported ratio is recorded under its row and baseline; ``printBars()`` then lists
+/// each bar beside the figure this run measured. One run on a shared machine says little
+/// about a row near its bar (the same row moves by 2x between runs): run the benchmark a few
+/// times and read the middle, as the Performance guide does.
+private let recorded = Mutex<[String: Double]>([:])
+
+/// Keeps `value` for the bars, under `key`.
+func recordForBars(_ key: String, _ value: Double) {
+  recorded.withLock { $0[key] = value }
+}
+
+/// The key of a reported ratio: the row, then the baseline it is against.
+func barKey(_ row: String, against baseline: String) -> String { "\(row) | \(baseline)" }
+
+private struct Bar {
+  let what: String
+  let key: String
+  /// The most the figure may be.
+  let limit: Double
+  let unit: String
+}
+
+private let modifierOverheadBars: [Bar] = [
+  ("on(queue)", 1.3), ("recover", 1.3), ("finally", 1.3), ("retry(2)", 1.3), ("settled", 1.3),
+  ("timeout(30 s)", 1.6), ("limit(8)", 1.6),
+].map { name, limit in
+  Bar(what: "\(name) against the plain map", key: "overhead \(name)", limit: limit, unit: "x")
+}
+
+private let growthBars: [Bar] = [
+  "on(queue)", "recover", "finally", "retry(2)", "timeout(30 s)", "limit(8)", "latest, limit 1",
+  "settled", "race([f])",
+].map { Bar(what: "\($0) growth, 10,000 to 160,000", key: "growth \($0)", limit: 1.3, unit: "x") }
+
+private let bars: [Bar] =
+  [
+    Bar(
+      what: "1 × .on(queue) against DispatchQueue.async",
+      key: barKey("1 × .on(queue) stage, 10000 runs", against: "DispatchQueue.async"), limit: 1.2,
+      unit: "x"),
+    Bar(
+      what: "3 × .on(queue) against DispatchQueue.async",
+      key: barKey("3 × .on(queue) stage, 10000 runs", against: "DispatchQueue.async"), limit: 1.2,
+      unit: "x"),
+    Bar(
+      what: "Promise then against a hand-written hop",
+      key: barKey("Promise, 1000 × then", against: "DispatchQueue.global().async"), limit: 1.3,
+      unit: "x"),
+    Bar(
+      what: "concurrentMap() against DispatchGroup",
+      key: barKey("concurrentMap(), 100000 elements", against: "DispatchGroup + locked array"),
+      limit: 1.3, unit: "x"),
+    Bar(
+      what: "parallel fan-out against DispatchGroup",
+      key: barKey("parallel, 100000 branches", against: "DispatchGroup"), limit: 1.2, unit: "x"),
+  ] + modifierOverheadBars + growthBars
+  + ["ordered", "unordered"].map { order in
+    Bar(
+      what: "concurrentMap(over:), \(order), against the array",
+      key: barKey(
+        "concurrentMap(over:), 100000, hop, \(order)", against: "array concurrentMap(limit: 8)"),
+      limit: 1.5, unit: "x")
+  }
+  + [
+    Bar(
+      what: "concurrentMap(over:) of 1,000,000, process peak", key: "stream peak", limit: 64,
+      unit: " MB")
+  ]
+
+/// Prints every bar, the figure this run measured for it, and whether that figure is within it.
+func printBars() {
+  let figures = recorded.withLock { $0 }
+  print("\nAgainst the issues' bars (this run alone; read the middle of a few runs)")
+  for bar in bars {
+    let name = bar.what.padding(toLength: 52, withPad: " ", startingAt: 0)
+    let limit = "\(String(format: "%.1f", bar.limit))\(bar.unit)"
+    guard let figure = figures[bar.key] else {
+      print("\(name) not measured (bar \(limit))")
+      continue
+    }
+    let verdict = figure <= bar.limit ? "within" : "over"
+    print("\(name) \(String(format: "%.2f", figure))\(bar.unit)  \(verdict) \(limit)")
+  }
+}
