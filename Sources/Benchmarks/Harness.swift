@@ -36,9 +36,8 @@ struct Timings {
   }
 
   /// The median, over the rounds, of the contender's time against the baseline's in the same
-  /// round. Paired, so that a slow spell of the machine, which lasts longer than a round,
-  /// slows both sides of each ratio: on a shared machine this moves far less from run to run
-  /// than the ratio of the two medians.
+  /// round. Paired, so that a slow spell of the machine, which often lasts longer than a
+  /// round, slows both sides of a ratio rather than the samples of one contender alone.
   func ratio(_ contender: Int, to baseline: Int) -> Double {
     Timings.median(zip(rounds[contender], rounds[baseline]).map { $0 / $1 })
   }
