@@ -42,3 +42,29 @@ import Testing
     #expect(watched == nil)  // ...and not a moment after it is cancelled.
   }
 }
+
+/// A deadline is the time read once, plus the duration, saturating at the distant future.
+@Suite struct OneShotTimerDeadlineTests {
+  @Test func a_deadline_is_now_plus_the_duration() {
+    let before = DispatchTime.now().uptimeNanoseconds
+    let due = OneShotTimer.deadline(afterNanoseconds: 5_000_000).uptimeNanoseconds
+    let after = DispatchTime.now().uptimeNanoseconds
+    #expect(due >= before + 5_000_000)
+    #expect(due <= after + 5_000_000)
+  }
+
+  @Test func a_negative_duration_is_now() {
+    let before = DispatchTime.now().uptimeNanoseconds
+    let due = OneShotTimer.deadline(afterNanoseconds: -1_000).uptimeNanoseconds
+    #expect(due >= before)
+    #expect(due <= DispatchTime.now().uptimeNanoseconds)
+  }
+
+  @Test func a_duration_too_long_to_count_is_the_distant_future() {
+    #expect(OneShotTimer.deadline(afterNanoseconds: nil) == .distantFuture)
+    // Far beyond any uptime: no earlier than a century from now, however Dispatch keeps it.
+    let century: UInt64 = 100 * 365 * 24 * 3600 * 1_000_000_000
+    let far = OneShotTimer.deadline(afterNanoseconds: .max).uptimeNanoseconds
+    #expect(far >= DispatchTime.now().uptimeNanoseconds + century)
+  }
+}

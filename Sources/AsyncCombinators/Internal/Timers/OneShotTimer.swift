@@ -26,10 +26,14 @@ enum OneShotTimer {
     return Int(clamping: nanos + attoseconds / 1_000_000_000)
   }
 
-  /// `now + nanoseconds`, or the distant future for `nil`.
+  /// `now + nanoseconds`, or the distant future for `nil` or a sum past it.
   static func deadline(afterNanoseconds nanoseconds: Int?) -> DispatchTime {
     guard let nanoseconds else { return .distantFuture }
-    return .now() + .nanoseconds(nanoseconds)
+    // Added here: `DispatchTime + DispatchTimeInterval` is a second call into Dispatch, which
+    // costs as much as reading the time (and `timeout` does this at every run's start).
+    let (due, overflow) = DispatchTime.now().uptimeNanoseconds.addingReportingOverflow(
+      UInt64(Swift.max(0, nanoseconds)))
+    return overflow ? .distantFuture : DispatchTime(uptimeNanoseconds: due)
   }
 }
 
