@@ -45,6 +45,15 @@ struct Timings {
   private static func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 }
 
+/// The value of a benchmarked run, which must succeed: a failed run times nothing worth
+/// reporting, so it stops the benchmark, naming the error.
+func succeeded<Value>(_ result: Result<Value, any Error>) -> Value {
+  switch result {
+  case .success(let value): return value
+  case .failure(let error): preconditionFailure("a benchmarked run failed: \(error)")
+  }
+}
+
 /// Blocks the calling (main) thread until `start` calls its argument: benchmarks measure
 /// whole runs, and the main thread is not part of the cooperative pool.
 func waitFor(_ start: (@escaping @Sendable () -> Void) -> Void) {

@@ -22,8 +22,8 @@ func runSerialScenario(stages count: Int = 1_000_000) {
   let oneStep: @Sendable (Int, (Int) -> Void) -> Void = { x, next in next(x &+ 1) }
 
   let timings = measure([
-    { callbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
-    { syncChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
+    { callbackChain.run(0) { result.value.store(succeeded($0), ordering: .relaxed) } },
+    { syncChain.run(0) { result.value.store(succeeded($0), ordering: .relaxed) } },
     { result.value.store(continuationLoop(handWritten), ordering: .relaxed) },
     {
       waitFor { done in
@@ -33,7 +33,7 @@ func runSerialScenario(stages count: Int = 1_000_000) {
         }
       }
     },
-    { hotCallbackChain.run(0) { result.value.store(try! $0.get(), ordering: .relaxed) } },
+    { hotCallbackChain.run(0) { result.value.store(succeeded($0), ordering: .relaxed) } },
     { result.value.store(repeatedLoop(oneStep, count), ordering: .relaxed) },
   ])
   precondition(result.value.load(ordering: .relaxed) == count)
