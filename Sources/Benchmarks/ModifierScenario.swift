@@ -188,7 +188,8 @@ func runPromiseProfile(handWritten: Bool, links: Int = 1_000) {
 }
 
 /// `concurrentMap()` over 100,000 elements completing on a global queue, against
-/// `DispatchGroup` and a locked array doing the same hops.
+/// `DispatchGroup` and a locked array doing the same hops, plain and keeping the callback
+/// contract by hand.
 func runUnlimitedMapScenario(count: Int = 100_000) {
   let f = AsyncFunc<Int, Int> { x, complete in
     DispatchQueue.global().async { complete(.success(x &* 2)) }
@@ -209,10 +210,12 @@ func runUnlimitedMapScenario(count: Int = 100_000) {
       }
       group.wait()
     },
+    { _ = contractKeepingFanOut(count, on: DispatchQueue.global()) },
   ])
   report(
     "concurrentMap(), \(count) elements", unit: "ns/element", timings, ours: 0, per: count,
-    baselines: [("DispatchGroup + locked array", 1)])
+    baselines: [("DispatchGroup + locked array", 1), (contractKeepingLabel, 2)])
+  reportContractFloor("concurrentMap()", timings, floor: 2, plain: 1)
 }
 
 /// Runs `fold` on `input` and waits for it on the calling (main) thread.

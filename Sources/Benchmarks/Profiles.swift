@@ -40,12 +40,15 @@ func runProfile(_ name: String, count: Int = 100_000) {
         }
       }
       group.wait()
+    } else if name == "contract" {
+      _ = contractKeepingFanOut(count, on: DispatchQueue.global())
     } else if name == "parallel" {
       waitFor { done in parallel.run(0) { _ in done() } }
     } else if let fold = folds[name] {
       waitFor { done in fold.run(input) { _ in done() } }
     } else {
-      fatalError("no profile \(name): try group, parallel or one of \(folds.keys.sorted())")
+      fatalError(
+        "no profile \(name): try group, contract, parallel or one of \(folds.keys.sorted())")
     }
   }
 }
