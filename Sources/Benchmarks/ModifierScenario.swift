@@ -6,12 +6,18 @@ import Synchronization
 /// What each modifier costs inside a fold, and whether that cost grows with the fold's width.
 ///
 /// `f` completes on a global queue, as real work does. Every modifier is measured as
-/// `f.<modifier>.concurrentMap()` against the plain `f.concurrentMap()` in the same run,
-/// interleaved; the scale rows quadruple the width twice over and report the per-element
-/// figure at each width, so a cost that grows with the number of siblings shows as a growth
-/// ratio (the last width's figure against the first's). The overhead column is each row's
-/// paired ratio (see ``Timings/ratio(_:to:)``) to the plain fold at `overheadWidth`, the width
-/// the bars are stated at; a width not among `widths` is added to them.
+/// `f.<modifier>.concurrentMap()` against the plain `f.concurrentMap()` in the same run; the
+/// scale rows quadruple the width twice over and report the per-element figure at each width,
+/// so a cost that grows with the number of siblings shows as a growth ratio (the last width's
+/// figure against the first's). The overhead column is each row's paired ratio (see
+/// ``Timings/ratio(_:to:)``) to the plain fold at `overheadWidth`, the width the bars
+/// are stated at; a width not among `widths` is added to them.
+///
+/// Every round runs every row at every width, in a shuffled order, and the growth is paired
+/// too: the median over the rounds of each round's last-width figure against its own
+/// first-width figure. Measured one width after another, a slow spell of the machine that
+/// fell on one width's batch moved every row's growth together, the plain fold's as much as
+/// any (0.47x in one process, 1.65x in the next, for the same binary).
 func runModifierScenario(
   widths: [Int] = [10_000, 40_000, 160_000], overheadWidth: Int = 100_000, repetitions: Int = 7
 ) {
@@ -47,15 +53,17 @@ func runModifierScenario(
   let modifiers = kept.map { names in allModifiers.filter { names.contains($0.0) } } ?? allModifiers
   print("\nModifiers inside concurrentMap, f completing on a global queue (ns/element)")
   let widths = Set(widths + [overheadWidth]).sorted()
-  var perElement: [[Double]] = Array(repeating: [], count: modifiers.count)
-  var overheadTimings: Timings?
-  for width in widths {
-    let input = Array(0..<width)
-    let timings = measure(
-      repetitions: repetitions,
-      modifiers.map { _, fold in { blockOn(fold, input, expectedCount: width) } })
-    for index in modifiers.indices { perElement[index].append(timings.median(index, per: width)) }
-    if width == overheadWidth { overheadTimings = timings }
+  let inputs = widths.map { Array(0..<$0) }
+  // Contender `w * modifiers.count + m` is modifier `m` at width `widths[w]`.
+  let timings = measure(
+    repetitions: repetitions,
+    widths.indices.flatMap { w in
+      modifiers.map { _, fold in { blockOn(fold, inputs[w], expectedCount: widths[w]) } }
+    })
+  func contender(_ modifier: Int, atWidth w: Int) -> Int { w * modifiers.count + modifier }
+  let overheadIndex = widths.firstIndex(of: overheadWidth)!
+  let perElement = modifiers.indices.map { m in
+    widths.indices.map { w in timings.median(contender(m, atWidth: w), per: widths[w]) }
   }
   let header = widths.map { "n=\($0)".padding(toLength: 11, withPad: " ", startingAt: 0) }
   print(
@@ -65,7 +73,10 @@ func runModifierScenario(
     let figures = perElement[index].map {
       format($0).padding(toLength: 11, withPad: " ", startingAt: 0)
     }
-    let growth = perElement[index].last! / perElement[index].first!
+    // Per element: the times' ratio scaled by the widths'.
+    let growth =
+      timings.ratio(contender(index, atWidth: widths.count - 1), to: contender(index, atWidth: 0))
+      * Double(widths.first!) / Double(widths.last!)
     recordForBars("growth \(name)", growth)
     // A row run with a limit is against the plain fold with the same limit.
     let plainName =
@@ -73,7 +84,8 @@ func runModifierScenario(
       ? "none, limit 1" : name.hasSuffix("limit 8") ? "none limit 8" : "none"
     // Against the plain fold of the same rounds; "-" when that row was left out.
     let overhead = modifiers.firstIndex { $0.0 == plainName }.map {
-      let ratio = overheadTimings!.ratio(index, to: $0)
+      let ratio = timings.ratio(
+        contender(index, atWidth: overheadIndex), to: contender($0, atWidth: overheadIndex))
       recordForBars("overhead \(name)", ratio)
       return "x" + String(format: "%.2f", ratio)
     }
