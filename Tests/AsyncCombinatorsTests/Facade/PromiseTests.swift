@@ -262,6 +262,16 @@ private struct Failure: Error, Equatable {
     #expect(seen.all == [nil, nil, nil, nil, nil])
   }
 
+  @Test func blocks_without_a_queue_run_on_the_default_global_queue() async throws {
+    // A chain grown in place hops between its links by `dispatch_async_f` where it can,
+    // rather than by a block: on the same queue as `DispatchQueue.global()`, link after link.
+    let labels = Recorder<String>()
+    var promise = firstly { labels.record(CurrentExecutor.name) }
+    for _ in 0..<3 { promise = promise.then { labels.record(CurrentExecutor.name) } }
+    try await promise.value
+    #expect(labels.all == Array(repeating: DispatchQueue.global().label, count: 4))
+  }
+
   // MARK: Failure and cancellation
 
   @Test func a_throw_reaches_error_and_skips_the_remaining_thens() async {

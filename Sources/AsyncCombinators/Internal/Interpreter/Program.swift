@@ -319,8 +319,8 @@ class HopNode: @unchecked Sendable {
   /// How many hops the node makes in a row, each running its block: one, or a chain's links.
   var hopCount: Int { 1 }
 
-  /// Hands `work` to the performer of hop `index`.
-  func hop(_ index: Int, _ work: @escaping @Sendable () -> Void) { performer.perform(work) }
+  /// Hands `run` to the performer of hop `index`, which resumes it there.
+  func hop(_ index: Int, resuming run: Run) { performer.perform { run.resumeAfterHop() } }
 
   /// What runs on the performer of hop `index` before the rest of the run.
   func run(_ value: AnyValue, at index: Int) throws -> AnyValue { try run(value) }
@@ -397,11 +397,14 @@ final class BlockChain: HopNode, @unchecked Sendable {
 
   override var hopCount: Int { 1 + rest.count }
 
-  override func hop(_ index: Int, _ work: @escaping @Sendable () -> Void) {
+  override func hop(_ index: Int, resuming run: Run) {
     // Unretained: the caller holds this node, and so its links' queues, for the whole call.
-    let queue = Unmanaged.passUnretained(
-      (index == 0 ? first.queue : rest[index - 1].queue) ?? defaultBlockQueue)
-    queue._withUnsafeGuaranteedRef { $0.async(execute: work) }
+    guard let queue = index == 0 ? first.queue : rest[index - 1].queue else {
+      return DefaultQueueHop.resume(run)
+    }
+    Unmanaged.passUnretained(queue)._withUnsafeGuaranteedRef {
+      $0.async { run.resumeAfterHop() }
+    }
   }
 
   override func run(_ value: AnyValue, at index: Int) throws -> AnyValue {

@@ -187,7 +187,7 @@ final class Run: StageSink, @unchecked Sendable {
         baton.pointee.hop = hop
         baton.pointee.hopIndex = 0
         slot.initialize(to: value)
-        hop.hop(0) { self.resumeAfterHop() }
+        hop.hop(0, resuming: self)
         return
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
@@ -281,7 +281,7 @@ final class Run: StageSink, @unchecked Sendable {
   ///
   /// A chain's next link hops again from here, with the position left parked: a promise's
   /// `then`s cost the loop nothing between them.
-  private func resumeAfterHop() {
+  func resumeAfterHop() {
     // Read, not taken: a chain's next link parks at the same node.
     let hop = baton.pointee.hop.unsafelyUnwrapped
     let index = baton.pointee.hopIndex
@@ -300,7 +300,7 @@ final class Run: StageSink, @unchecked Sendable {
       if token.isCancelled { return finishParked(.failure(CancellationError())) }
       baton.pointee.hopIndex = index + 1
       slot.initialize(to: value)
-      return hop.hop(index + 1) { self.resumeAfterHop() }
+      return hop.hop(index + 1, resuming: self)
     }
     baton.pointee.hop = nil
     var position = Position()
