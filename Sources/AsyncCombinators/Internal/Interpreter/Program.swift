@@ -398,10 +398,10 @@ final class BlockChain: HopNode, @unchecked Sendable {
   override var hopCount: Int { 1 + rest.count }
 
   override func hop(_ index: Int, resuming run: Run) {
-    // Unretained: the caller holds this node, and so its links' queues, for the whole call.
     guard let queue = index == 0 ? first.queue : rest[index - 1].queue else {
       return DefaultQueueHop.resume(run)
     }
+    // Unretained: the caller holds this node, and so its links' queues, for the whole call.
     Unmanaged.passUnretained(queue)._withUnsafeGuaranteedRef {
       $0.async { run.resumeAfterHop() }
     }
