@@ -272,6 +272,14 @@ private struct Failure: Error, Equatable {
     #expect(labels.all == Array(repeating: DispatchQueue.global().label, count: 4))
   }
 
+  @Test func a_finished_chain_of_default_queue_links_lets_go_of_its_run() async {
+    // Each such link hands Dispatch the run itself, retained for the hop: the hop that runs
+    // must give that reference back, or the run, and the completion it holds, live on.
+    var promise = firstly { 0 }
+    for _ in 0..<3 { promise = promise.then { $0 + 1 } }
+    #expect(await ToolkitLeakTests.leaksCompletion(promise.chain, ()) == false)
+  }
+
   // MARK: Failure and cancellation
 
   @Test func a_throw_reaches_error_and_skips_the_remaining_thens() async {

@@ -18,7 +18,10 @@ import Synchronization
 /// Only the thread holding the baton touches `baton` and `slot`. The baton passes from the
 /// driving thread to a completing thread through the `phase` compare-exchange (acquire and
 /// release); a completion on the driving thread itself, recognised by `drivingThread`, needs no
-/// handoff at all. That is what makes the `@unchecked Sendable` below safe.
+/// handoff at all. At a hop, the baton travels with the work handed to the performer: the
+/// hopping thread parks the run before it hands it over and touches it no more, and the
+/// performer's submission (Dispatch's, for a queue) orders those writes before the resuming
+/// thread's reads. That is what makes the `@unchecked Sendable` below safe.
 @usableFromInline
 final class Run: StageSink, @unchecked Sendable {
   private enum Frame {
@@ -281,6 +284,8 @@ final class Run: StageSink, @unchecked Sendable {
   ///
   /// A chain's next link hops again from here, with the position left parked: a promise's
   /// `then`s cost the loop nothing between them.
+  ///
+  /// Only a hop node's performer calls it, once for each hop the node was handed.
   func resumeAfterHop() {
     // Read, not taken: a chain's next link parks at the same node.
     let hop = baton.pointee.hop.unsafelyUnwrapped
