@@ -21,9 +21,12 @@ extension AsyncFunc {
   /// the timer is armed only if no result has arrived by the time that start returns, so a
   /// stage that completes synchronously is never timed out, even by a zero duration. The
   /// timer holds no thread and is removed when the result arrives or the run is cancelled.
-  /// A timeout of a tenth of a second or more is armed within a millisecond of the start,
+  /// A timeout of a tenth of a second or more is looked at a millisecond after the start,
   /// together with the others started meanwhile, and a run whose result comes first never
   /// arms it: inside a fold of quick runs, most timers then cost nothing to set and take back.
+  /// A run still going then waits again, four times as long each time, for as long as its
+  /// deadline leaves room, and arms its timer before the deadline (at the latest 1.4 s after
+  /// the start): a run of a tenth of a second never arms a 30-second timeout either.
   /// The deadline is measured on `clock`: a Dispatch timer by default, or a `TestClock`
   /// (from `AsyncCombinatorsTesting`) that fires when the test advances it.
   ///
@@ -57,15 +60,23 @@ extension AsyncFunc {
     let timers = TimerClock(clock)
     let nanoseconds = OneShotTimer.nanoseconds(duration)
     let onDispatch = timers.isDispatch
-    // A long deadline on the default clock is armed soon, in a batch, so that a run that
-    // finishes first never arms it; a millisecond late is nothing next to a tenth of a second.
-    let armsSoon = onDispatch && (nanoseconds ?? .max) >= TimeoutRace.shortestArmedSoon
+    // A long deadline on the default clock is left to the shared timers' batches, so that a
+    // run that finishes first never arms it; a millisecond late is nothing next to a tenth of
+    // a second.
+    if onDispatch && (nanoseconds ?? .max) >= TimeoutRace.shortestArmedSoon {
+      let due = UInt64(clamping: nanoseconds ?? .max)
+      return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
+        let race = TimeoutRace(report, childOf: token, duration, onDispatch: true)
+        inner.start(input, token: race, sink: race)
+        race.armSoon(dueAfter: due)
+      }
+    }
     return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
       // Fixed before the inner run starts, so the time it takes to start counts.
       let deadline = timers.deadline(after: duration, inNanoseconds: nanoseconds)
       let race = TimeoutRace(report, childOf: token, duration, onDispatch: onDispatch)
       inner.start(input, token: race, sink: race)
-      race.arm(deadline, run: token, soon: armsSoon)
+      race.arm(deadline, run: token)
     }
   }
 }
@@ -77,8 +88,9 @@ extension AsyncFunc {
 /// child token the inner run is given, which it cancels if the timer wins; the shared timer's
 /// closure and the run's cancellation handler each capture it alone (a closure with one object
 /// captured needs no allocation of its own), and it removes both itself. A long timeout waits
-/// in the shared timers' next batch to arm the two, holding its deadline in `timer` meanwhile,
-/// and arms nothing if it has been decided by then. It is kept within 120
+/// in the shared timers' batches to arm the two, holding its deadline in `timer` meanwhile,
+/// and arms nothing if it has been decided by then; it lets go of its sink when it is decided,
+/// since it may wait in a batch for up to a second more. It is kept within 120
 /// bytes, the most glibc serves from its fastest bins: a fold's races are made on one thread
 /// and freed on others, and a larger object would take the allocator's lock on each free. And
 /// it holds no reference to an object every run shares beyond its parent and its sink: the
@@ -87,9 +99,10 @@ extension AsyncFunc {
 ///
 /// Its state is `phase`, one atomic: `timer` and `registration` are written only by `arm`,
 /// before it publishes them by moving the phase to `armed`, and read only by the one thread
-/// that moves it on from `armed`; the deadline a batched race keeps in `timer` is handed to
-/// the batch's thread by the lock of the shared timers' queue of batched races. That, and the
-/// token's own guarantee, make the `@unchecked Sendable` safe.
+/// that moves it on from `armed`; the deadline a batched race keeps in `timer` is handed from
+/// batch to batch by the lock of the shared timers' queues of batched races; `report` is
+/// touched only by the one thread that moves the phase to `decided`. That, and the token's
+/// own guarantee, make the `@unchecked Sendable` safe.
 private final class TimeoutRace: CancellationToken, StageSink, DeferredTimer,
   @unchecked Sendable
 {
@@ -105,7 +118,9 @@ private final class TimeoutRace: CancellationToken, StageSink, DeferredTimer,
     static let decided: UInt8 = 3
   }
 
-  private let report: StageReport
+  /// Where the stage reports; let go by the one that decides the race, since a decided race
+  /// may still wait in a batch of the shared timers for up to a second.
+  @exclusivity(unchecked) private var report: StageReport?
   /// The timeout, for its error.
   private let duration: Duration
   @exclusivity(unchecked) private var timer = SharedTimers.Timer.none
@@ -115,6 +130,9 @@ private final class TimeoutRace: CancellationToken, StageSink, DeferredTimer,
   /// Whether the deadline is on the default clock, where ``SharedTimers`` keeps the timer;
   /// another clock's timer is armed on this token, which cancelling it stops.
   private let onDispatch: Bool
+  /// Whether a batch has fixed the deadline in `timer`, which held the wait until then;
+  /// written by the batches, one after another, under the shared timers' locks.
+  @exclusivity(unchecked) private var hasDeadline = false
 
   /// As a token, a child of `run`: cancelled if the timer wins, which stops the inner run (and
   /// a timer armed on it, on a clock other than the default).
@@ -130,21 +148,43 @@ private final class TimeoutRace: CancellationToken, StageSink, DeferredTimer,
   /// The shortest timeout, in nanoseconds, whose timer is armed soon rather than at once.
   static let shortestArmedSoon = 100_000_000
 
-  /// Starts the timer, unless a result arrived while the inner run started; with `soon`, in
-  /// the shared timers' next batch (see ``SharedTimers/armSoon(_:)``), unless a result
-  /// arrives before that.
-  func arm(_ deadline: TimerDeadline, run token: CancellationToken, soon: Bool) {
+  /// Starts the timer, unless a result arrived while the inner run started.
+  func arm(_ deadline: TimerDeadline, run token: CancellationToken) {
     guard phase.load(ordering: .acquiring) == Phase.starting else { return }
     guard let due = deadline.dispatchTime else {
       return deadline.arm(token: self) { self.expire() }
     }
-    guard soon else { return arm(due, run: token) }
-    // Until the timer is armed, its slot holds the deadline: the queue's lock hands it over.
-    timer = SharedTimers.Timer(id: due.uptimeNanoseconds)
+    arm(due, run: token)
+  }
+
+  /// Leaves the timer to the shared timers' batches (see ``SharedTimers/armSoon(_:)``),
+  /// unless a result arrived while the inner run started. The first batch to look at the race
+  /// fixes its deadline: `nanoseconds` after the batch was taken, which is after this start,
+  /// and at most a batch's wait of a millisecond later than it. Reading the clock here was
+  /// about 110 of the 3,600 instructions a fold's starting thread spent on each run, and that
+  /// thread sets the fold's pace: once it is slower than the workers, each run wakes one.
+  func armSoon(dueAfter nanoseconds: UInt64) {
+    guard phase.load(ordering: .acquiring) == Phase.starting else { return }
+    // Until the deadline is fixed, the timer's slot holds the wait; the queue's lock hands it
+    // to the batch's thread.
+    timer = SharedTimers.Timer(id: nanoseconds)
     SharedTimers.shared.armSoon(self)
   }
 
-  /// The batch this race was queued in is being armed: the run's token is this one's parent.
+  /// Fixes the deadline, the first time it is asked; none once the race is decided or the run
+  /// cancelled, when no timer is needed.
+  func deadline(queuedBefore now: UInt64) -> UInt64? {
+    guard phase.load(ordering: .acquiring) == Phase.starting, !isCancelled else { return nil }
+    if !hasDeadline {
+      hasDeadline = true
+      let (due, overflow) = now.addingReportingOverflow(timer.id)
+      timer = SharedTimers.Timer(id: overflow ? DispatchTime.distantFuture.uptimeNanoseconds : due)
+    }
+    return timer.id
+  }
+
+  /// A batch is arming this race, whose deadline it has fixed: the run's token is this one's
+  /// parent.
   func armDeferred() {
     arm(DispatchTime(uptimeNanoseconds: timer.id), run: parentToken!)
   }
@@ -169,19 +209,19 @@ private final class TimeoutRace: CancellationToken, StageSink, DeferredTimer,
     let value = value
     guard decide() else { return }
     endInnerWork()
-    report.succeed(value)
+    report.take()!.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     guard decide() else { return }
     endInnerWork()
-    report.fail(error)
+    report.take()!.fail(error)
   }
 
   private func expire() {
     guard decide() else { return }
     cancel()  // Stops the inner run.
-    report.fail(TimeoutError(duration: duration))
+    report.take()!.fail(TimeoutError(duration: duration))
   }
 
   /// The inner run has reported, so only its token's ties are left: another clock's timer,

@@ -261,6 +261,95 @@ import Testing
     }
   }
 
+  @Test func a_run_still_going_at_its_batch_waits_in_a_longer_one_until_its_deadline_nears() async {
+    // A fold wider than its workers keep up with leaves thousands of runs going past their
+    // first millisecond; each waits, level by level, until four of the next level's waits
+    // would pass its deadline, and only then arms its timer.
+    await #expect(processExitsWith: .success) {
+      let (hours, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(60, .seconds(7 * 3600))
+      let (seconds, _) = TimeoutTimerRemovalTests.startWithBatchesHeld(40, .seconds(3))
+      let timers = SharedTimers.shared
+      precondition(timers.waitingCount(level: 0) == 100)
+      // Levels 0 to 3 wait 1, 4, 16 and 64 ms: each is followed by one whose four waits
+      // (64 ms to 4 s) still end before the 3 s deadline.
+      for level in 0...3 {
+        timers.lookAtBatch(level: level)
+        precondition(timers.armedCount == 0, "armed at level \(level)")
+        precondition(timers.waitingCount(level: level + 1) == 100)
+      }
+      precondition(token.registrationCount == 60, "only the runs' own handlers")
+      timers.lookAtBatch(level: 4)  // Four waits of a second: past the 3 s deadline.
+      precondition(timers.armedCount == 40)
+      precondition(timers.waitingCount(level: 5) == 60)
+      timers.lookAtBatch(level: 5)  // The last level arms whatever is still waiting.
+      precondition(timers.armedCount == 100)
+      precondition(token.registrationCount == 120)
+      for run in hours.takeAll() + seconds.takeAll() { run.complete(.success(1)) }
+      precondition(timers.armedCount == 0)
+      precondition(token.registrationCount == 0)
+    }
+  }
+
+  @Test func a_batch_lets_go_of_runs_that_finished_or_were_cancelled_while_they_waited() async {
+    await #expect(processExitsWith: .success) {
+      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(30, .seconds(7 * 3600))
+      let (cancelledParking, cancelled) = TimeoutTimerRemovalTests.startWithBatchesHeld(
+        30, .seconds(7 * 3600))
+      let timers = SharedTimers.shared
+      let parked = parking.takeAll()
+      for run in parked.prefix(10) { run.complete(.success(1)) }
+      cancelled.cancel()
+      timers.lookAtBatch(level: 0)
+      precondition(timers.waitingCount(level: 1) == 20, "only the runs still going wait on")
+      for run in parked.dropFirst(10) { run.complete(.success(1)) }
+      timers.lookAtBatch(level: 1)
+      precondition(timers.waitingCount(level: 2) == 0)
+      precondition(timers.armedCount == 0)
+      precondition(token.registrationCount == 0)
+      withExtendedLifetime(cancelledParking.takeAll()) {}
+    }
+  }
+
+  @Test func the_first_batch_fixes_a_deadline_never_earlier_than_the_start_allows() async {
+    // The start reads no clock: the batch that first looks at the run fixes its deadline from
+    // its own reading, taken after the run was queued.
+    await #expect(processExitsWith: .success) {
+      let start = DispatchTime.now().uptimeNanoseconds
+      let (parking, _) = TimeoutTimerRemovalTests.startWithBatchesHeld(20, .seconds(3))
+      let timers = SharedTimers.shared
+      for level in 0...4 { timers.lookAtBatch(level: level) }  // Armed at level 4.
+      let armed = DispatchTime.now().uptimeNanoseconds
+      precondition(timers.armedCount == 20)
+      let threeSeconds: UInt64 = 3_000_000_000
+      let notEarly = timers.pendingCount(
+        dueAfter: DispatchTime(uptimeNanoseconds: start + threeSeconds - 1))
+      precondition(notEarly == 20, "a deadline came before its run's start plus 3 s")
+      let late = timers.pendingCount(
+        dueAfter: DispatchTime(uptimeNanoseconds: armed + threeSeconds))
+      precondition(late == 0, "a deadline came after its batch's reading plus 3 s")
+      for run in parking.takeAll() { run.complete(.success(1)) }
+    }
+  }
+
+  @Test func a_finished_run_waiting_in_a_batch_lets_go_of_its_completion() async {
+    // A race may wait in a batch for up to a second after its run is over: it must not hold
+    // the run's completion, nor what that captured, meanwhile.
+    await #expect(processExitsWith: .success) {
+      SharedTimers.shared.holdBatchesForTesting()
+      final class Tracked: Sendable {}
+      let parking = Parking<Int, Int>()
+      weak var weakTracked: Tracked?
+      do {
+        let tracked = Tracked()
+        weakTracked = tracked
+        parking.function.timeout(.seconds(7 * 3600)).run(1) { _ in _ = tracked }
+      }
+      parking.takeAll()[0].complete(.success(1))
+      precondition(SharedTimers.shared.waitingCount(level: 0) == 1, "the race still waits")
+      precondition(weakTracked == nil, "a waiting race held the run's completion")
+    }
+  }
+
   @Test func a_short_timeout_is_armed_at_once() async {
     // Under a tenth of a second a timer is not worth batching: being armed a millisecond
     // late would show.

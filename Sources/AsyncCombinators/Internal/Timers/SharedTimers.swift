@@ -13,15 +13,22 @@ import Synchronization
 /// Due timers fire on a global queue, one `async` each, as `asyncAfter` did: the source's own
 /// queue only takes them out of the heap.
 ///
-/// A long timer can also be armed soon rather than at once (``armSoon(_:)``): its owner is
-/// queued, and the owners queued within a millisecond are armed together. Inside a fold most
-/// runs finish within that millisecond, and their timers are then never armed at all, where
-/// arming and disarming each took the timers' lock and a handler on the fold's token.
+/// A long timer can also be armed later rather than at once (``armSoon(_:)``): its owner is
+/// queued, and the owners queued within a millisecond are looked at together. Inside a fold
+/// most runs finish within that millisecond, and their timers are then never armed at all,
+/// where arming and disarming each took the timers' lock and a handler on the fold's token. An
+/// owner still waiting for its result, with time to spare before its deadline, waits in the
+/// next level's batch, four times as long, rather than arming: a fold wider than its workers
+/// keep up with leaves thousands of runs queued behind a millisecond, and arming a third of
+/// them made a 30-second timeout cost 1.6–2x a fold of ten-microsecond elements.
 final class SharedTimers: Sendable {
   static let shared = SharedTimers()
 
-  /// How long an owner queued by ``armSoon(_:)`` may wait to be armed.
-  static let armingDelay = DispatchTimeInterval.milliseconds(1)
+  /// How long an owner waits at each level of ``armSoon(_:)``, in nanoseconds: 1 ms, then four
+  /// times as long at each level, up to about a second. An owner whose deadline is nearer than
+  /// four times the next level's wait is armed at once; one still waiting after the last level
+  /// is armed then, 1.4 s after it was queued.
+  static let levelWaits: [UInt64] = [1, 4, 16, 64, 256, 1_024].map { $0 * 1_000_000 }
 
   private struct State {
     var timers = DeadlineQueue<UInt64, Action>()
@@ -29,15 +36,16 @@ final class SharedTimers: Sendable {
     var armedFor = UInt64.max
   }
 
-  /// Owners waiting to arm their timers, in the order they were queued, and the buffer the
-  /// last batch was armed from, kept empty for the next batch to queue into.
+  /// Owners waiting to arm their timers, by level, in the order they were queued, and the
+  /// buffers each level's last batch was looked at from, kept empty for the next to queue
+  /// into.
   ///
-  /// Reusing the two buffers matters more than it seems: a batch inside a wide fold holds a
+  /// Reusing the buffers matters more than it seems: a batch inside a wide fold holds a
   /// thousand owners, and growing a new buffer for every batch, then freeing it, made glibc
   /// consolidate its free lists each time (`malloc_consolidate` took 3% to 6% of a timed fold).
   private struct Deferred {
-    var queued: [any DeferredTimer] = []
-    var spare: [any DeferredTimer] = []
+    var queued = [[any DeferredTimer]](repeating: [], count: SharedTimers.levelWaits.count)
+    var spare = [[any DeferredTimer]](repeating: [], count: SharedTimers.levelWaits.count)
   }
 
   /// The most owners a kept buffer may have room for (256 KiB): a larger one, left by a burst,
@@ -86,44 +94,98 @@ final class SharedTimers: Sendable {
     }
   }
 
-  /// Queues `owner` to arm its timer within ``armingDelay``, with the others queued meanwhile;
-  /// by then it may have no timer left to arm.
+  /// Queues `owner` to be looked at within a millisecond, with the others queued meanwhile: by
+  /// then it may have no timer left to arm, or time enough to wait longer (see
+  /// ``levelWaits``).
   func armSoon(_ owner: any DeferredTimer) {
     let isFirst = deferred.withLock { deferred in
-      deferred.queued.append(owner)
-      return deferred.queued.count == 1
+      deferred.queued[0].append(owner)
+      return deferred.queued[0].count == 1
     }
-    // The first of a batch schedules the batch's arming; the rest join it.
-    guard isFirst, !holdsBatches.load(ordering: .relaxed) else { return }
-    _ = schedule(at: .now() + Self.armingDelay) { SharedTimers.shared.armDeferred() }
+    if isFirst { scheduleBatch(level: 0) }
   }
 
-  /// Stops arming batches by themselves, so that a test sees what waits in one; for a test's
-  /// own process only, as every timer in the process is affected.
+  /// The first owner queued at a level schedules the level's batch; the rest join it.
+  private func scheduleBatch(level: Int) {
+    guard !holdsBatches.load(ordering: .relaxed) else { return }
+    let due = DispatchTime.now().uptimeNanoseconds + Self.levelWaits[level]
+    _ = schedule(at: DispatchTime(uptimeNanoseconds: due)) {
+      SharedTimers.shared.lookAtBatch(level: level)
+    }
+  }
+
+  /// Stops batches from being looked at by themselves, so that a test sees what waits in one;
+  /// for a test's own process only, as every timer in the process is affected.
   func holdBatchesForTesting() { holdsBatches.store(true, ordering: .relaxed) }
 
-  /// Arms every owner queued so far: the batch's timer, or a count that must see them.
+  /// Looks at every owner queued at `level`: one no longer waiting is let go, one whose
+  /// deadline is at least four of the next level's waits away moves to that level, and the
+  /// rest arm their timers.
   ///
-  /// One batch at a time, under `arming`: a count that comes while a batch is being armed
-  /// waits for it, and then sees every timer armed. Queueing takes only `deferred`, so it
+  /// One batch at a time, under `arming`, as ``armDeferred()``. Moving owners on takes the
+  /// queue's lock once for the whole batch; the lock hands each owner's deadline to the thread
+  /// that looks at it next.
+  func lookAtBatch(level: Int) {
+    arming.withLock { batches in
+      var batch = takeBatch(level: level)
+      // Read after the batch was taken, so after every owner in it was queued.
+      let now = DispatchTime.now().uptimeNanoseconds
+      let isLast = level == Self.levelWaits.count - 1
+      let waitsUntil = isLast ? UInt64.max : now + 4 * Self.levelWaits[level + 1]
+      batch.removeAll { owner in
+        guard let deadline = owner.deadline(queuedBefore: now) else { return true }
+        guard deadline <= waitsUntil else { return false }  // Waits at the next level.
+        owner.armDeferred()
+        return true
+      }
+      if !batch.isEmpty {
+        let isFirst = deferred.withLock { deferred in
+          deferred.queued[level + 1].append(contentsOf: batch)
+          return deferred.queued[level + 1].count == batch.count
+        }
+        if isFirst { scheduleBatch(level: level + 1) }
+      }
+      keepSpare(&batch, level: level)
+      batches += 1
+    }
+  }
+
+  /// Arms every owner queued so far, at every level: the batch's timer, or a count that must
+  /// see them.
+  ///
+  /// One batch at a time, under `arming`: a count that comes while a batch is being looked
+  /// at waits for it, and then sees every timer armed. Queueing takes only `deferred`, so it
   /// never waits for a batch. Arming takes the timers' lock and the runs' tokens' locks
   /// inside this one, and nothing takes this one inside them.
   func armDeferred() {
     arming.withLock { batches in
-      var batch = deferred.withLock { deferred in
-        // The spare, empty, takes the queue's place; only this lock's holder touches it.
-        var batch: [any DeferredTimer] = []
-        swap(&batch, &deferred.spare)
-        swap(&batch, &deferred.queued)
-        return batch
-      }
-      for owner in batch { owner.armDeferred() }
-      if batch.capacity <= Self.keptCapacity {
-        batch.removeAll(keepingCapacity: true)
-        deferred.withLock { swap(&$0.spare, &batch) }
+      for level in Self.levelWaits.indices {
+        var batch = takeBatch(level: level)
+        let now = DispatchTime.now().uptimeNanoseconds
+        for owner in batch where owner.deadline(queuedBefore: now) != nil { owner.armDeferred() }
+        keepSpare(&batch, level: level)
       }
       batches += 1
     }
+  }
+
+  /// The owners queued at `level`, with the level's spare buffer, empty, in their place; for
+  /// the holder of `arming` alone.
+  private func takeBatch(level: Int) -> [any DeferredTimer] {
+    deferred.withLock { deferred in
+      var batch: [any DeferredTimer] = []
+      swap(&batch, &deferred.spare[level])
+      swap(&batch, &deferred.queued[level])
+      return batch
+    }
+  }
+
+  /// Keeps a looked-at batch's buffer, emptied, for the level's next batch, unless a burst made
+  /// it too large to hold on to.
+  private func keepSpare(_ batch: inout [any DeferredTimer], level: Int) {
+    guard batch.capacity <= Self.keptCapacity else { return }
+    batch.removeAll(keepingCapacity: true)
+    deferred.withLock { swap(&$0.spare[level], &batch) }
   }
 
   private func cancel(_ id: UInt64) {
@@ -155,6 +217,13 @@ final class SharedTimers: Sendable {
     return state.withLock { $0.timers.count }
   }
 
+  /// Timers armed and neither fired nor cancelled, without arming those waiting in batches;
+  /// for tests.
+  var armedCount: Int { state.withLock { $0.timers.count } }
+
+  /// Owners waiting in `level`'s batch; for tests.
+  func waitingCount(level: Int) -> Int { deferred.withLock { $0.queued[level].count } }
+
   /// Timers neither fired nor cancelled and due after `deadline`; for tests, which pick a
   /// deadline no other test's timers reach, since every test shares these timers.
   func pendingCount(dueAfter deadline: DispatchTime) -> Int {
@@ -165,6 +234,11 @@ final class SharedTimers: Sendable {
 
 /// An owner of a timer that ``SharedTimers/armSoon(_:)`` arms later, in a batch.
 protocol DeferredTimer: AnyObject, Sendable {
-  /// Arms the timer now, unless it is no longer needed.
+  /// When the timer is due, in uptime nanoseconds, given that its owner was queued before
+  /// `now`; `nil` once it is no longer needed. The first batch to ask fixes the deadline.
+  func deadline(queuedBefore now: UInt64) -> UInt64?
+
+  /// Arms the timer for the deadline fixed by ``deadline(queuedBefore:)``, unless it is no
+  /// longer needed.
   func armDeferred()
 }
