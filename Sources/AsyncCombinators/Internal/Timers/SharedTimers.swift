@@ -19,8 +19,8 @@ import Synchronization
 /// where arming and disarming each took the timers' lock and a handler on the fold's token. An
 /// owner still waiting for its result, with time to spare before its deadline, waits in the
 /// next level's batch, four times as long, rather than arming: a fold wider than its workers
-/// keep up with leaves thousands of runs queued behind a millisecond, and arming a third of
-/// them made a 30-second timeout cost 1.6–2x a fold of ten-microsecond elements.
+/// keep up with leaves a third of its runs going past their first millisecond, and arming
+/// theirs made a 30-second timeout's fold 8,900 instructions an element against 6,700 now.
 final class SharedTimers: Sendable {
   static let shared = SharedTimers()
 
