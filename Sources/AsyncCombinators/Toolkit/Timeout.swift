@@ -26,7 +26,11 @@ extension AsyncFunc {
   /// arms it: inside a fold of quick runs, most timers then cost nothing to set and take back.
   /// A run still going then waits again, four times as long each time, for as long as its
   /// deadline leaves room, and arms its timer before the deadline (at the latest 1.4 s after
-  /// the start): a run of a tenth of a second never arms a 30-second timeout either.
+  /// the start): a run of a tenth of a second never arms a 30-second timeout either. Such a
+  /// long timeout counts from the moment the function's start returned, give or take that
+  /// first millisecond, not from the call: reading the clock at every start slowed a fold's
+  /// starting thread enough to show, and what a start does before it returns cannot be timed
+  /// out anyway. A shorter timeout counts from the call.
   /// The deadline is measured on `clock`: a Dispatch timer by default, or a `TestClock`
   /// (from `AsyncCombinatorsTesting`) that fires when the test advances it.
   ///
