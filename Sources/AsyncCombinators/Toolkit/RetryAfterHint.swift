@@ -1,0 +1,19 @@
+/// An error that says how long to wait before trying again: a server's `Retry-After`, an open
+/// circuit breaker's time left, a rate limiter's next free permit.
+///
+/// ``AsyncFunc/retry(_:delay:backoff:if:clock:file:line:)`` waits exactly `retryAfter` (capped
+/// by its `maxDelay`, never jittered) instead of its own computed wait when the error it is
+/// about to retry conforms and the hint is not `nil`.
+///
+/// ```swift
+/// struct Throttled: RetryAfterHint {
+///   var retryAfter: Duration? { .seconds(7) }
+/// }
+/// let error: any Error = Throttled()
+/// print((error as? any RetryAfterHint)?.retryAfter ?? .zero)
+/// // prints 7.0 seconds
+/// ```
+public protocol RetryAfterHint: Error {
+  /// How long to wait before the next attempt; `nil` when the error gives no hint.
+  var retryAfter: Duration? { get }
+}
