@@ -23,21 +23,16 @@ public protocol Cancellable: Sendable {
 /// // prints stopped   (once)
 /// ```
 ///
-/// Not `final` only so that the library's own per-run objects can be the token their inner run
-/// is given (a `timeout` race is the token it cancels when time runs out), which spares them an
-/// allocation; it is not `open`, so nothing outside the library can subclass it, and every
-/// member is `final`. Its state word is atomic, its handlers and its link to its parent are
-/// behind their table's lock, and the rest are `let`s: that is what makes the
-/// `@unchecked Sendable` safe, and each subclass says what guards its own state.
-public class CancellationToken: Cancellable, @unchecked Sendable {
+/// Its state word is atomic, its handlers and its link to its parent are behind their table's
+/// lock, and the rest are `let`s: that is what makes the `@unchecked Sendable` safe.
+public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// The token's state in one atomic word: the flags below, and the address of its handler
   /// table once it has one (tables are word-aligned, so the flags fit in the low bits).
   ///
   /// Every change is one atomic operation on the word, so a handler's first registration, a
   /// cancellation and a detach never miss each other. The table is made only for the first
   /// handler: most tokens a run makes inside (a timeout's race, a limited element) never get
-  /// one, and a token without one is small enough for the allocator's fastest bins, which matters
-  /// when a worker frees what another thread made.
+  /// one.
   private let word: Atomic<UInt>
 
   private enum Flag {
@@ -45,9 +40,7 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     static let cancelled: UInt = 1
     /// Its work is done: it no longer forwards its parent's cancellation to its handlers.
     static let detached: UInt = 2
-    /// It is an ``InFlightWork``. Set once, at `init`.
-    static let countsItself: UInt = 4
-    static let all: UInt = 7
+    static let all: UInt = 3
   }
 
   /// The registered handlers, in a slab: a registration names its entry by index, so adding
@@ -112,19 +105,11 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   /// What watches the run this token belongs to, if anything.
-  final var observer: (any RunObserver)? { tracing?.observer }
-  /// The count this token's stages join, when it is not itself one.
-  private let inheritedInFlight: InFlightWork?
+  var observer: (any RunObserver)? { tracing?.observer }
 
-  /// The count of bodies in flight that stages started on this token join: the nearest
-  /// ``InFlightWork`` among this token and its ancestors. `nil` outside any limit.
-  ///
-  /// A count's own token is the count (one object, not two), so it is not stored: a token
-  /// holding itself would never be freed.
-  final var inFlight: InFlightWork? {
-    word.load(ordering: .relaxed) & Flag.countsItself != 0
-      ? unsafeDowncast(self, to: InFlightWork.self) : inheritedInFlight
-  }
+  /// The count of bodies in flight that stages started on this token join: the one this
+  /// token was made to count in, else its parent's. `nil` outside any limit.
+  let inFlight: InFlightWork?
 
   /// Creates a token that is not cancelled.
   public convenience init() {
@@ -135,23 +120,15 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     word = Atomic(0)
     tracing = observer.map(Tracing.init)
     parent = nil
-    inheritedInFlight = nil
+    inFlight = nil
   }
 
-  /// A child of `parent`, as ``makeChild()`` makes, for a subclass to be.
-  init(parent: CancellationToken) {
+  /// A child of `parent`, as ``makeChild(countingIn:)`` makes.
+  private init(parent: CancellationToken, countingIn work: InFlightWork?) {
     word = Atomic(0)
     self.parent = parent
     tracing = parent.tracing
-    inheritedInFlight = parent.inFlight
-  }
-
-  /// A child of `parent` that is an ``InFlightWork``: its stages count in it.
-  init(countingChildOf parent: CancellationToken) {
-    word = Atomic(Flag.countsItself)
-    self.parent = parent
-    tracing = parent.tracing
-    inheritedInFlight = nil
+    inFlight = work ?? parent.inFlight
   }
 
   deinit {
@@ -167,7 +144,7 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
   ///
   /// - Complexity: O(*d*) for a token nested *d* deep in the operations of its run; a handful.
-  public final var isCancelled: Bool {
+  public var isCancelled: Bool {
     if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return true }
     // Every token holds its parent, and this one is alive while it is read, so the walk up
     // needs no references of its own: a retain and a release per ancestor, on every stage
@@ -188,7 +165,7 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// Whether ``cancel()`` has begun on this token itself (its handlers are taken, or being
   /// taken), whatever its parent.
-  final var hasRunItsHandlers: Bool { word.load(ordering: .acquiring) & Flag.cancelled != 0 }
+  var hasRunItsHandlers: Bool { word.load(ordering: .acquiring) & Flag.cancelled != 0 }
 
   /// Cancels the run: the handlers registered so far run once, on the calling thread.
   ///
@@ -197,7 +174,7 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   /// start never starts.
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
-  public final func cancel() {
+  public func cancel() {
     let before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
     guard before & Flag.cancelled == 0 else { return }
     // No table: no handler was ever registered, and any registration from now on sees the flag.
@@ -239,7 +216,7 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   /// - Returns: A registration whose ``Registration/remove()`` unregisters the handler.
   /// - Complexity: O(1), amortized.
   @discardableResult
-  public final func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration {
+  public func onCancel(_ handler: @escaping @Sendable () -> Void) -> Registration {
     guard !isCancelled, let table = handlerTable() else {
       handler()
       return Registration(token: nil, id: 0)
@@ -346,13 +323,13 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   /// The number of handlers registered and neither run nor removed; for tests.
-  final var registrationCount: Int {
+  var registrationCount: Int {
     guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
     return table._withUnsafeGuaranteedRef { table in table.state.withLock { Int($0.live) } }
   }
 
   /// How many entries all removals so far have examined; for tests.
-  final var entriesExaminedByRemovals: Int {
+  var entriesExaminedByRemovals: Int {
     guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
     return table._withUnsafeGuaranteedRef { table in
       table.state.withLock { $0.entriesExamined }
@@ -388,34 +365,26 @@ public class CancellationToken: Cancellable, @unchecked Sendable {
     if let link { parent?.removeHandler(link) }
   }
 
-  /// The token this one is a child of.
-  final var parentToken: CancellationToken? { parent }
-
-  /// Removes the handler whose ``Registration/idOnToken`` is `id` from this token's parent: for
-  /// a child that keeps its registration on its parent as the id alone.
-  final func removeFromParent(_ id: UInt64) { parent?.removeHandler(id) }
-
-  /// Stops forwarding the parent's cancellation to this child's handlers, as removing the
-  /// link ``makeChild()`` returns does: for a child that is its own work's object.
-  final func detachFromParent() { detach() }
-
   /// A token that is cancelled with this one, and can also be cancelled on its own.
   ///
   /// The child costs its parent nothing until it gets a handler of its own: its
   /// ``isCancelled`` reads the parent's state, and only its handlers need a registration on
   /// the parent to hear of the cancellation.
   ///
+  /// - Parameter work: The count the child's stages join instead of this token's.
   /// - Returns: The child, and its link: remove the link once the child's work is done, so
   ///   the parent stops holding the child's handlers.
-  final func makeChild() -> (child: CancellationToken, link: Registration) {
-    let child = CancellationToken(parent: self)
+  func makeChild(countingIn work: InFlightWork? = nil) -> (
+    child: CancellationToken, link: Registration
+  ) {
+    let child = CancellationToken(parent: self, countingIn: work)
     return (child, Registration(token: child, id: .max))
   }
 }
 
 extension CancellationToken: CustomStringConvertible {
   /// `CancellationToken(cancelled)` or `CancellationToken(active)`.
-  public final var description: String {
+  public var description: String {
     isCancelled ? "CancellationToken(cancelled)" : "CancellationToken(active)"
   }
 }

@@ -27,7 +27,9 @@ extension AsyncFunc where Input == Output {
     let timers = TimerClock(clock)
     return AsyncFunc(label: Label(name: "delay(\(duration))", fileID: #fileID, line: #line)) {
       input, token, complete in
-      timers.after(duration, token) { complete(.success(input)) }
+      timers.after(duration, token) { expired in
+        complete(expired ? .success(input) : .failure(CancellationError()))
+      }
     }
   }
 }

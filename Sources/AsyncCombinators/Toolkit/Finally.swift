@@ -22,12 +22,6 @@ extension AsyncFunc {
   public func finally(_ cleanup: AsyncFunc<Input, Void>) -> AsyncFunc {
     let (inner, cleanup) = (program, cleanup.program)
     let call = "finally(\(cleanup.structure))"
-    if case .callback(let stage) = inner, case .direct(let synchronous) = cleanup {
-      // One callback stage and a synchronous cleanup: the cleanup becomes a step of the
-      // stage's completion.
-      return AsyncFunc(
-        program: .callback(stage.adding(.finally(synchronous), shape: .modified(inner, call))))
-    }
     return AsyncFunc(modifying: inner, call: call) {
       input, token, report in
       inner.start(input, token: token, sink: Cleanup(report, cleanup, input, token))
@@ -76,11 +70,6 @@ extension AsyncFunc {
     let inner = program
     let observe: @Sendable (AnyValue, AnyResult) -> Void = { input, result in
       body(unbox(input), result.map { unbox($0) })
-    }
-    if case .callback(let stage) = inner {
-      // One callback stage: the body becomes a step of its completion.
-      return AsyncFunc(
-        program: .callback(stage.adding(.tap(observe), shape: .modified(inner, "tap { … }"))))
     }
     return AsyncFunc(modifying: inner, call: "tap { … }") { input, token, report in
       inner.start(input, token: token, sink: Tap(report, input, observe))

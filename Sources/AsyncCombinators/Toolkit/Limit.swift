@@ -50,38 +50,33 @@ private final class LimitedFunction: Sendable {
 /// gate's queue, the count of its bodies in flight (which frees its slot when quiet), and
 /// where its inner function reports. One object per run for all three.
 ///
-/// Kept within 120 bytes, the most glibc serves from its fastest bins: a fold's runs are made
-/// on one thread and freed on others, and a larger object takes the allocator's lock on each
-/// free. So what every run of the limit shares is one reference, and the input waits in the
-/// gate's queue, not here.
-///
 /// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
 /// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only
-/// there, before the inner run starts, and read once its bodies are done.
+/// there, before the inner run starts, and read once its bodies are done. `inner` is set at
+/// `init` and let go once the count is quiet, after which nothing reads it.
 private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
   private let function: LimitedFunction
   private let report: StageReport
-  // The `var`s skip dynamic exclusivity checks, which would cost more than the accesses they
-  // check: each is written only as the comment above says.
-  @exclusivity(unchecked) var place = AdmissionPlace()
-  @exclusivity(unchecked) private var holdsSlot = false
+  let waitsOn: CancellationToken
+  var place = AdmissionPlace()
+  private var holdsSlot = false
+  /// The token the inner function runs on, a child of the run's that counts in this run, and
+  /// its link to the run's token. Let go when quiet: the token holds this run as its count.
+  private var inner: (child: CancellationToken, link: CancellationToken.Registration)?
 
-  /// As a token, a child of the run's `token`: the inner function runs on it, so its bodies
-  /// count toward this run's slot.
   init(_ function: LimitedFunction, _ token: CancellationToken, _ report: StageReport) {
     self.function = function
     self.report = report
+    waitsOn = token
     // The slot is held until every body this run started has called back, even when the
     // run itself is over sooner: cancelled, timed out, beaten in a race.
-    super.init(childOf: token)
+    super.init(within: token.inFlight)
+    inner = token.makeChild(countingIn: self)
   }
-
-  /// The run's token, whose cancellation takes this run out of the queue.
-  var waitsOn: CancellationToken { parentToken! }
 
   func admitted(_ input: AnyValue) {
     holdsSlot = true
-    function.inner.start(input, token: self, sink: self)
+    function.inner.start(input, token: inner!.child, sink: self)
   }
 
   /// Reports the cancellation, so that whatever counts this run (an enclosing limit's slot, a
@@ -92,6 +87,7 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
   }
 
   override func becameQuiet() {
+    inner = nil
     if holdsSlot { function.gate.leave() }
   }
 
@@ -109,7 +105,7 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
   /// forwards its cancellation here no more: that handler held this object, and this object
   /// the token, until now.
   private func release() {
-    detachFromParent()
+    inner?.link.remove()
     leave()
   }
 }

@@ -43,12 +43,6 @@ extension AsyncFunc {
     let inner = program
     let name = (performer as? DispatchQueue)?.label ?? "\(type(of: performer))"
     let call = "on(\(name))"
-    if case .callback(let stage) = inner,
-      let hopping = stage.starting(on: performer, shape: .modified(inner, call))
-    {
-      // One callback stage: its completion makes the hop, in a block that captures it alone.
-      return AsyncFunc(program: .callback(hopping))
-    }
     return AsyncFunc(modifying: inner, call: call) { input, token, report in
       // A hop: the block starts the inner function, which reports for this stage.
       performer.perform { inner.start(input, token: token, report: report) }

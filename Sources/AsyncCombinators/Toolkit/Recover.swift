@@ -22,11 +22,6 @@ extension AsyncFunc {
     let inner = program
     let recovery: @Sendable (any Error) throws -> AnyValue = { try transform($0) }
     let call = "recover { … }"
-    if case .callback(let stage) = inner {
-      // One callback stage: the recovery becomes a step of its completion.
-      return AsyncFunc(
-        program: .callback(stage.adding(.recover(recovery), shape: .modified(inner, call))))
-    }
     return AsyncFunc(modifying: inner, call: call) { input, token, report in
       inner.start(input, token: token, sink: Recovery(report, recovery))
     }

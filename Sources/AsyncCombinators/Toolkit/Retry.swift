@@ -55,12 +55,6 @@ extension AsyncFunc {
     if backoff != 1 { call += ", backoff: \(backoff)" }
     call += ")"
     let inner = program
-    if case .callback(let stage) = inner {
-      // One callback stage: a first attempt that succeeds costs its completion alone; a
-      // failure worth retrying hands the run to a `RetryLoop` then.
-      let step = OutcomeStep.retry(FusedRetry(policy, attempt: stage))
-      return AsyncFunc(program: .callback(stage.adding(step, shape: .modified(inner, call))))
-    }
     return AsyncFunc(modifying: inner, call: call) { input, token, report in
       RetryLoop(inner, input: input, token: token, policy: policy, report: report)
         .start()

@@ -24,14 +24,6 @@ extension AsyncFunc {
     // Inlinable, so that the settlement and the `Result` it boxes are built with `Output`
     // known: run generic, each run asked the runtime for their metadata.
     let inner = program
-    if case .callback(let stage) = inner {
-      // One callback stage: the settling becomes a step of its completion.
-      let step = OutcomeStep.settle(
-        success: { Result<Output, any Error>.success(unbox($0)) },
-        failure: { Result<Output, any Error>.failure($0) })
-      return AsyncFunc<Input, Result<Output, any Error>>(
-        program: .callback(stage.adding(step, shape: .modified(inner, "settled()"))))
-    }
     return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
       input, token, report in
       inner.start(input, token: token, sink: Settlement<Output>(report))

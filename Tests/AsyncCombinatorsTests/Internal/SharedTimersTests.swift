@@ -43,28 +43,35 @@ import Testing
   }
 }
 
-/// A deadline is the time read once, plus the duration, saturating at the distant future.
-@Suite struct OneShotTimerDeadlineTests {
-  @Test func a_deadline_is_now_plus_the_duration() {
-    let before = DispatchTime.now().uptimeNanoseconds
-    let due = OneShotTimer.deadline(afterNanoseconds: 5_000_000).uptimeNanoseconds
-    let after = DispatchTime.now().uptimeNanoseconds
-    #expect(due >= before + 5_000_000)
-    #expect(due <= after + 5_000_000)
+/// A deadline beyond what Dispatch can represent never comes: it arms nothing, and only the
+/// token's cancellation ends the wait.
+@Suite struct TimerDeadlineTests {
+  @Test(arguments: [
+    Duration.seconds(Int64.max), .nanoseconds(Int64.max), .seconds(300 * 365 * 86_400),
+  ])
+  func a_deadline_past_the_end_of_time_arms_no_timer(_ wait: Duration) {
+    let before = SharedTimers.shared.pendingCount(dueAfter: .now() + .seconds(100 * 365 * 86_400))
+    let token = CancellationToken()
+    let outcome = Locked<Bool?>(nil)
+    TimerClock.continuous.after(wait, token) { expired in outcome.withLock { $0 = expired } }
+    #expect(
+      SharedTimers.shared.pendingCount(dueAfter: .now() + .seconds(100 * 365 * 86_400)) == before)
+    #expect(outcome.withLock { $0 } == nil)
+    token.cancel()
+    #expect(outcome.withLock { $0 } == false)
+    #expect(token.registrationCount == 0)
   }
 
-  @Test func a_negative_duration_is_now() {
-    let before = DispatchTime.now().uptimeNanoseconds
-    let due = OneShotTimer.deadline(afterNanoseconds: -1_000).uptimeNanoseconds
-    #expect(due >= before)
-    #expect(due <= DispatchTime.now().uptimeNanoseconds)
-  }
-
-  @Test func a_duration_too_long_to_count_is_the_distant_future() {
-    #expect(OneShotTimer.deadline(afterNanoseconds: nil) == .distantFuture)
-    // Far beyond any uptime: no earlier than a century from now, however Dispatch keeps it.
-    let century: UInt64 = 100 * 365 * 24 * 3600 * 1_000_000_000
-    let far = OneShotTimer.deadline(afterNanoseconds: .max).uptimeNanoseconds
-    #expect(far >= DispatchTime.now().uptimeNanoseconds + century)
+  @Test func a_cancelled_wait_reports_once_and_takes_its_timer_back() {
+    let far = DispatchTime.now() + .seconds(6 * 3600)
+    let token = CancellationToken()
+    let calls = Locked<[Bool]>([])
+    TimerClock.continuous.after(.seconds(7 * 3600), token) { expired in
+      calls.withLock { $0.append(expired) }
+    }
+    #expect(SharedTimers.shared.pendingCount(dueAfter: far) >= 1)
+    token.cancel()
+    token.cancel()
+    #expect(calls.withLock { $0 } == [false])
   }
 }

@@ -127,20 +127,6 @@ import Testing
     SharedTimers.shared.pendingCount(dueAfter: .now() + .seconds(6 * 3600))
   }
 
-  /// For an exit test, in its own process: holds the shared timers' batches, then starts
-  /// `runs` parked runs on one token, each bounded by `duration`.
-  static func startWithBatchesHeld(_ runs: Int, _ duration: Duration)
-    -> (Parking<Int, Int>, CancellationToken)
-  {
-    SharedTimers.shared.holdBatchesForTesting()
-    let parking = Parking<Int, Int>()
-    let token = CancellationToken()
-    for index in 0..<runs {
-      parking.function.timeout(duration).run(index, token: token) { _ in }
-    }
-    return (parking, token)
-  }
-
   @Test func the_default_clocks_timer_is_removed_when_the_result_arrives() async throws {
     let parking = Parking<Int, Int>()
     let outcome = Locked<Result<Int, any Error>?>(nil)
@@ -176,7 +162,8 @@ import Testing
     let outcome = Locked<Result<Int, any Error>?>(nil)
     stage.timeout(Self.hours).run(1, token: token) { result in outcome.withLock { $0 = result } }
     #expect(Self.farTimers() == 1)
-    #expect(token.registrationCount == 3)  // The run's, the race's, and the link.
+    // The run's, and the link of the race's token, which the timer and the stage are on.
+    #expect(token.registrationCount == 2)
     parked.withLock { $0 }?(.success(2))
     #expect(try outcome.withLock { $0 }?.get() == 2)
     #expect(Self.farTimers() == 0)
@@ -229,136 +216,6 @@ import Testing
     for parked in parking.takeAll() { parked.complete(.success(1)) }
     #expect(Self.farTimers() == 0)
     #expect(kept.registrationCount == 0)
-  }
-
-  @Test func a_run_that_finishes_before_its_batch_is_armed_never_arms_a_timer() async {
-    // In a process of its own, whose batches wait for a count to arm them: what a run's
-    // long timeout leaves behind is then seen before and after its batch is armed.
-    await #expect(processExitsWith: .success) {
-      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(
-        1_000, .seconds(7 * 3600))
-      precondition(token.registrationCount == 1_000, "only the runs' own handlers")
-      let parked = parking.takeAll()
-      for run in parked.prefix(900) { run.complete(.success(1)) }
-      // Counting arms the batch: only the hundred runs still going get a timer and a handler.
-      precondition(SharedTimers.shared.pendingCount == 100)
-      precondition(token.registrationCount == 200)
-      for run in parked.dropFirst(900) { run.complete(.success(1)) }
-      precondition(SharedTimers.shared.pendingCount == 0)
-      precondition(token.registrationCount == 0)
-    }
-  }
-
-  @Test func a_run_cancelled_before_its_batch_is_armed_keeps_no_timer() async {
-    // Arming a batch after its runs' token was cancelled runs each handler at once, in the
-    // middle of arming: the race must then take back the timer it has just scheduled.
-    await #expect(processExitsWith: .success) {
-      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(100, .seconds(7 * 3600))
-      token.cancel()
-      precondition(SharedTimers.shared.pendingCount == 0, "a cancelled run armed a timer")
-      precondition(token.registrationCount == 0)
-      withExtendedLifetime(parking.takeAll()) {}
-    }
-  }
-
-  @Test func a_run_still_going_at_its_batch_waits_in_a_longer_one_until_its_deadline_nears() async {
-    // A fold wider than its workers keep up with leaves thousands of runs going past their
-    // first millisecond; each waits, level by level, until four of the next level's waits
-    // would pass its deadline, and only then arms its timer.
-    await #expect(processExitsWith: .success) {
-      let (hours, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(60, .seconds(7 * 3600))
-      let (seconds, _) = TimeoutTimerRemovalTests.startWithBatchesHeld(40, .seconds(3))
-      let timers = SharedTimers.shared
-      precondition(timers.waitingCount(level: 0) == 100)
-      // Levels 0 to 3 wait 1, 4, 16 and 64 ms: each is followed by one whose four waits
-      // (64 ms to 4 s) still end before the 3 s deadline.
-      for level in 0...3 {
-        timers.lookAtBatch(level: level)
-        precondition(timers.armedCount == 0, "armed at level \(level)")
-        precondition(timers.waitingCount(level: level + 1) == 100)
-      }
-      precondition(token.registrationCount == 60, "only the runs' own handlers")
-      timers.lookAtBatch(level: 4)  // Four waits of a second: past the 3 s deadline.
-      precondition(timers.armedCount == 40)
-      precondition(timers.waitingCount(level: 5) == 60)
-      timers.lookAtBatch(level: 5)  // The last level arms whatever is still waiting.
-      precondition(timers.armedCount == 100)
-      precondition(token.registrationCount == 120)
-      for run in hours.takeAll() + seconds.takeAll() { run.complete(.success(1)) }
-      precondition(timers.armedCount == 0)
-      precondition(token.registrationCount == 0)
-    }
-  }
-
-  @Test func a_batch_lets_go_of_runs_that_finished_or_were_cancelled_while_they_waited() async {
-    await #expect(processExitsWith: .success) {
-      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(30, .seconds(7 * 3600))
-      let (cancelledParking, cancelled) = TimeoutTimerRemovalTests.startWithBatchesHeld(
-        30, .seconds(7 * 3600))
-      let timers = SharedTimers.shared
-      let parked = parking.takeAll()
-      for run in parked.prefix(10) { run.complete(.success(1)) }
-      cancelled.cancel()
-      timers.lookAtBatch(level: 0)
-      precondition(timers.waitingCount(level: 1) == 20, "only the runs still going wait on")
-      for run in parked.dropFirst(10) { run.complete(.success(1)) }
-      timers.lookAtBatch(level: 1)
-      precondition(timers.waitingCount(level: 2) == 0)
-      precondition(timers.armedCount == 0)
-      precondition(token.registrationCount == 0)
-      withExtendedLifetime(cancelledParking.takeAll()) {}
-    }
-  }
-
-  @Test func the_first_batch_fixes_a_deadline_never_earlier_than_the_start_allows() async {
-    // The start reads no clock: the batch that first looks at the run fixes its deadline from
-    // its own reading, taken after the run was queued.
-    await #expect(processExitsWith: .success) {
-      let start = DispatchTime.now().uptimeNanoseconds
-      let (parking, _) = TimeoutTimerRemovalTests.startWithBatchesHeld(20, .seconds(3))
-      let timers = SharedTimers.shared
-      for level in 0...4 { timers.lookAtBatch(level: level) }  // Armed at level 4.
-      let armed = DispatchTime.now().uptimeNanoseconds
-      precondition(timers.armedCount == 20)
-      let threeSeconds: UInt64 = 3_000_000_000
-      let notEarly = timers.pendingCount(
-        dueAfter: DispatchTime(uptimeNanoseconds: start + threeSeconds - 1))
-      precondition(notEarly == 20, "a deadline came before its run's start plus 3 s")
-      let late = timers.pendingCount(
-        dueAfter: DispatchTime(uptimeNanoseconds: armed + threeSeconds))
-      precondition(late == 0, "a deadline came after its batch's reading plus 3 s")
-      for run in parking.takeAll() { run.complete(.success(1)) }
-    }
-  }
-
-  @Test func a_finished_run_waiting_in_a_batch_lets_go_of_its_completion() async {
-    // A race may wait in a batch for up to a second after its run is over: it must not hold
-    // the run's completion, nor what that captured, meanwhile.
-    await #expect(processExitsWith: .success) {
-      SharedTimers.shared.holdBatchesForTesting()
-      final class Tracked: Sendable {}
-      let parking = Parking<Int, Int>()
-      weak var weakTracked: Tracked?
-      do {
-        let tracked = Tracked()
-        weakTracked = tracked
-        parking.function.timeout(.seconds(7 * 3600)).run(1) { _ in _ = tracked }
-      }
-      parking.takeAll()[0].complete(.success(1))
-      precondition(SharedTimers.shared.waitingCount(level: 0) == 1, "the race still waits")
-      precondition(weakTracked == nil, "a waiting race held the run's completion")
-    }
-  }
-
-  @Test func a_short_timeout_is_armed_at_once() async {
-    // Under a tenth of a second a timer is not worth batching: being armed a millisecond
-    // late would show.
-    await #expect(processExitsWith: .success) {
-      let (parking, token) = TimeoutTimerRemovalTests.startWithBatchesHeld(1, .milliseconds(99))
-      precondition(token.registrationCount == 2, "the run's handler and its timer's")
-      parking.takeAll()[0].complete(.success(1))
-      precondition(token.registrationCount == 0)
-    }
   }
 
   @Test func no_timer_is_left_by_cancellations_racing_the_results() async throws {

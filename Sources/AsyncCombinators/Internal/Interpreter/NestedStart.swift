@@ -19,8 +19,7 @@ extension Program {
       }
       let completion = StageCompletion(
         sink: sink, branch: branch, stage: stage, token: token, counted: counted)
-      if stage.needsContext { completion.keep(input, token) }
-      stage.begin(input, token, completion)
+      stage.body(input, token, completion)
     case .modifier(let stage):
       let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
       if token.isCancelled {
@@ -43,8 +42,7 @@ extension Program {
       let completion = StageCompletion(
         sink: report.sink, branch: report.branch, stage: stage, token: token,
         counted: report.counted)
-      if stage.needsContext { completion.keep(input, token) }
-      stage.begin(input, token, completion)
+      stage.body(input, token, completion)
     case .modifier(let stage):
       if token.isCancelled { return report.fail(CancellationError()) }
       stage.body(input, token, report)

@@ -79,7 +79,7 @@ enum Program: Sendable {
 
   var shape: Shape {
     switch self {
-    case .callback(let stage): stage.described ?? stage.shape
+    case .callback(let stage): stage.shape
     case .direct(let stage): stage.shape
     case .modifier(let stage): stage.shape
     case .hop(let node): node.shape
@@ -191,53 +191,23 @@ extension Program {
   static let identity = Program.sequence([])
 }
 
+/// A function written as a callback body: it completes through a `StageCompletion`, maybe on
+/// another thread.
 @usableFromInline
 final class CallbackStage: Sendable {
-  /// The stage's own shape: what its timeline event is called.
+  /// The stage's shape: what descriptions and timeline events call it.
   let shape: Shape
   let label: Label
-  /// What modifiers fused onto the stage do with its outcome, in order; usually none.
-  let steps: [OutcomeStep]
-  /// Whether a step needs the stage's input and token.
-  let needsContext: Bool
-  /// Where the body starts, when `on(_:)` is fused on: the completion makes the hop.
-  let performer: (any BlockPerformer)?
-  /// Whether there is a performer: read on every start, where unwrapping the existential
-  /// would copy it.
-  let hopsFirst: Bool
-  /// How the function describes itself once modifiers are fused on: `fetch.recover { … }`.
-  let described: Shape?
   let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
 
   @usableFromInline
   init(
-    shape: Shape, label: Label, steps: [OutcomeStep] = [], performer: (any BlockPerformer)? = nil,
-    described: Shape? = nil,
+    shape: Shape, label: Label,
     body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
   ) {
     self.shape = shape
     self.label = label
-    self.steps = steps
-    self.performer = performer
-    hopsFirst = performer != nil
-    needsContext = hopsFirst || steps.contains { $0.needsContext }
-    self.described = described
     self.body = body
-  }
-
-  /// Starts the body with `completion`, on the performer when there is one.
-  @inline(__always)
-  func begin(_ input: AnyValue, _ token: CancellationToken, _ completion: StageCompletion) {
-    guard hopsFirst else { return body(input, token, completion) }
-    hop(completion)
-  }
-
-  /// Hands the start of the body to the performer.
-  @inline(never)
-  func hop(_ completion: StageCompletion) {
-    // The block captures the completion alone, which costs no allocation of its own: the
-    // input and token wait in the completion.
-    performer!.perform { completion.startOnPerformer() }
   }
 }
 

@@ -25,24 +25,18 @@ final class RetryLoop: StageSink {
   private let token: CancellationToken
   private let policy: RetryPolicy
   private let report: StageReport
-  /// The steps fused after a `retry` step, which the whole outcome goes through.
-  private let after: [OutcomeStep]
   private let state: Locked<State>
 
-  /// - Parameters:
-  ///   - after: Fused steps the last attempt's outcome goes through before it is reported.
-  ///   - attemptsMade: Attempts already over: 1 when a fused step hands over its failure.
   init(
     _ inner: Program, input: AnyValue, token: CancellationToken, policy: RetryPolicy,
-    report: StageReport, after: [OutcomeStep] = [], attemptsMade: Int = 0
+    report: StageReport
   ) {
     self.inner = inner
     self.input = input
     self.token = token
     self.policy = policy
     self.report = report
-    self.after = after
-    state = Locked(State(attempts: attemptsMade))
+    state = Locked(State())
   }
 
   func start() { startAttempt() }
@@ -50,7 +44,10 @@ final class RetryLoop: StageSink {
   /// Starts the next attempt after `wait`, as when an attempt of this loop has failed.
   func retry(after wait: Duration) {
     if wait > .zero {
-      policy.clock.after(wait, token) { self.startAttempt() }
+      // A cancelled wait ends the run: nothing else would report it.
+      policy.clock.after(wait, token) { expired in
+        expired ? self.startAttempt() : self.finish(.failure(CancellationError()))
+      }
     } else {
       startAttempt()
     }
@@ -98,19 +95,7 @@ final class RetryLoop: StageSink {
     }
   }
 
-  private func finish(_ result: AnyResult) {
-    guard !after.isEmpty else { return report.complete(result) }
-    let outcome: StepOutcome
-    switch result {
-    case .success(let value): outcome = StepOutcome(value: value, error: nil)
-    case .failure(let error): outcome = StepOutcome(value: nil, error: error)
-    }
-    withUnsafePointer(to: input) {
-      after.finish(
-        outcome, input: $0, token: token, counted: report.counted, sink: report.sink,
-        branch: report.branch)
-    }
-  }
+  private func finish(_ result: AnyResult) { report.complete(result) }
 }
 
 /// What `retry` does once an attempt has ended.

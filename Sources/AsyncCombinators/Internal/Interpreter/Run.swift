@@ -219,16 +219,7 @@ final class Run: StageSink, @unchecked Sendable {
           completion = StageCompletion(
             sink: self, branch: 0, stage: stage, token: token, counted: counted)
         }
-        if stage.needsContext { completion.keep(value, token) }
-        // Not `stage.begin`: with the hop's call beside the body's, the optimizer copied
-        // `value` for every stage.
-        guard
-          let outcome = call(
-            parking: &position,
-            {
-              if stage.hopsFirst { return stage.hop(completion) }
-              stage.body(value, token, completion)
-            })
+        guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
         else { return }  // The completion, whenever it comes, resumes the loop.
         // If the user's copy of the closure is gone too, reuse the object for the next stage.
         if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
@@ -390,13 +381,10 @@ protocol StageSink: AnyObject, Sendable {
 /// A second call is dropped and reported; a completion released uncalled fails the run with
 /// ``ContractViolation`` (from `deinit`, so it costs nothing on the normal path).
 ///
-/// `stage`, `traced`, `counted` and the step context are reassigned only when the driving loop
+/// `stage`, `traced` and `counted` are reassigned only when the driving loop
 /// recycles the object for the next stage, which it does only while it holds the sole reference
 /// (`isKnownUniquelyReferenced` after the stage completed inline): no other thread can then be
 /// reading them. That is what makes the `@unchecked Sendable` safe; `called` is atomic.
-///
-/// Its fields are kept to 120 bytes, the most that glibc's allocator serves from its fastest
-/// bins: what only tracing needs lives in a `TracedStage`, made only when a run is traced.
 @usableFromInline
 final class StageCompletion: @unchecked Sendable {
   private let sink: any StageSink
@@ -409,17 +397,8 @@ final class StageCompletion: @unchecked Sendable {
   @exclusivity(unchecked) private var counted: InFlightWork?
   /// While traced: the stage's event, and the handler that ends it when the run is cancelled.
   @exclusivity(unchecked) private var traced: TracedStage?
-  /// The stage's input and token, kept only when a fused step needs them (`finally`, `tap`),
-  /// which `stepToken` says. The input is `()` otherwise rather than optional: an optional
-  /// existential is checked, copied and destroyed through the runtime's value witnesses, where
-  /// a plain one is only destroyed.
-  @exclusivity(unchecked) private var stepInput: AnyValue = ()
-  @exclusivity(unchecked) private var stepToken: CancellationToken?
 
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
-  ///
-  /// A stage that ``CallbackStage/needsContext`` must then be given its input with
-  /// ``keep(_:_:)`` before it starts: asked for here, every stage's input would be copied.
   init(
     sink: any StageSink, branch: Int, stage: CallbackStage, token: CancellationToken,
     counted: InFlightWork?
@@ -428,13 +407,7 @@ final class StageCompletion: @unchecked Sendable {
     self.branch = branch
     self.stage = stage
     self.counted = counted
-    if token.observer != nil && !stage.hopsFirst { traced = TracedStage.begin(stage, token) }
-  }
-
-  /// Keeps the stage's input and token for the steps that need them, and for the hop.
-  func keep(_ input: AnyValue, _ token: CancellationToken) {
-    stepInput = input
-    stepToken = token
+    if token.observer != nil { traced = TracedStage.begin(stage, token) }
   }
 
   /// Readies a completion whose previous stage completed and whose closure is gone.
@@ -443,21 +416,8 @@ final class StageCompletion: @unchecked Sendable {
   ) {
     self.stage = stage
     self.counted = counted
-    if stepToken != nil {
-      stepInput = ()
-      stepToken = nil
-    }
-    if token.observer != nil && !stage.hopsFirst { traced = TracedStage.begin(stage, token) }
-    called.store(false, ordering: .relaxed)
-  }
-
-  /// The body's start on the stage's performer. A run cancelled before the performer got to
-  /// it never starts; a traced stage's event begins here, not while it waited for the hop.
-  func startOnPerformer() {
-    let token = stepToken!
-    if token.isCancelled { return fail(CancellationError()) }
     if token.observer != nil { traced = TracedStage.begin(stage, token) }
-    stage.body(stepInput, token, self)
+    called.store(false, ordering: .relaxed)
   }
 
   /// Whether the stage has completed, read by the loop once it holds the only reference and
@@ -480,30 +440,16 @@ final class StageCompletion: @unchecked Sendable {
   func succeed(_ value: consuming AnyValue) {
     guard claim() else { return }
     traced.take()?.end(.succeeded)
-    guard !stage.steps.isEmpty else {
-      counted?.leave()
-      return sink.stageSucceeded(value, branch: branch)
-    }
-    let (steps, outcome) = (stage.steps, StepOutcome(value: value, error: nil))
-    withUnsafePointer(to: &stepInput) {
-      steps.finish(
-        outcome, input: $0, token: stepToken, counted: counted, sink: sink, branch: branch)
-    }
+    counted?.leave()
+    sink.stageSucceeded(value, branch: branch)
   }
 
   @usableFromInline
   func fail(_ error: any Error) {
     guard claim() else { return }
     traced.take()?.end(StageOutcome(error))
-    guard !stage.steps.isEmpty else {
-      counted?.leave()
-      return sink.stageFailed(error, branch: branch)
-    }
-    let (steps, outcome) = (stage.steps, StepOutcome(value: nil, error: error))
-    withUnsafePointer(to: &stepInput) {
-      steps.finish(
-        outcome, input: $0, token: stepToken, counted: counted, sink: sink, branch: branch)
-    }
+    counted?.leave()
+    sink.stageFailed(error, branch: branch)
   }
 
   func complete(_ result: AnyResult) {
@@ -529,21 +475,17 @@ final class StageCompletion: @unchecked Sendable {
   deinit {
     guard !called.load(ordering: .acquiring) else { return }
     // Off the releasing thread: it may be inside user code that holds its own locks.
-    let (sink, branch, steps) = (sink, branch, stage.steps)
-    let (input, token) = (stepInput, stepToken)
+    let (sink, branch) = (sink, branch)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let (traced, counted) = (traced, counted)
     traced?.stopWatching()
     DispatchQueue.global().async {
       traced?.end(.failed)
-      // Through the fused steps, as the modifiers' own stages would have seen it. Released
-      // uncalled, the body is over as far as any limit is concerned; leaving the count may
-      // start the next waiter's work, which must not run inside the releasing thread either.
-      withUnsafePointer(to: input) {
-        steps.finish(
-          StepOutcome(value: nil, error: violation), input: $0, token: token, counted: counted,
-          sink: sink, branch: branch)
-      }
+      // Released uncalled, the body is over as far as any limit is concerned; leaving the
+      // count may start the next waiter's work, which must not run inside the releasing
+      // thread either.
+      counted?.leave()
+      sink.stageFailed(violation, branch: branch)
     }
   }
 }

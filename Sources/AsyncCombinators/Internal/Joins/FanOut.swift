@@ -124,7 +124,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
           continue
         }
         let work = ElementWork(self, childOf: branches)
-        program.start(elements[index], token: work, sink: work, branch: index)
+        program.start(elements[index], token: work.element!.child, sink: work, branch: index)
       }
     }
   }
@@ -263,21 +263,24 @@ protocol SlotJoin: StageSink {
 /// It holds the join as a protocol rather than as a `FanOut<Element>`: a class generic over
 /// the element would cost a lookup of its type metadata in the runtime's cache per element.
 ///
-/// `@unchecked Sendable`, with no lock: its own stored property is a `let`, and the count and
-/// the token keep theirs safe.
+/// `@unchecked Sendable`, with no lock: `join` is a `let`; `element` is set at `init`, read
+/// by the starter before the element's bodies run, and let go once they are all done.
 private final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
   private let join: any SlotJoin
+  /// The token the element runs on: a child of the fold's `branches` that counts in this
+  /// element. Let go when quiet, as the token holds this element as its count.
+  private(set) var element: (child: CancellationToken, link: CancellationToken.Registration)?
 
-  /// As a token, a child of the fold's `branches`: the element runs on it.
   init(_ join: any SlotJoin, childOf branches: CancellationToken) {
     self.join = join
-    super.init(childOf: branches)
+    super.init(within: branches.inFlight)
+    element = branches.makeChild(countingIn: self)
   }
 
   /// No body of the element is left: the fold's token forwards its cancellation here no more.
-  /// That handler held this object, and this object the fold's token, until now.
+  /// That handler held the element's token, and the token this object, until now.
   override func becameQuiet() {
-    detachFromParent()
+    element.take()?.link.remove()
     join.slotFreed()
   }
 

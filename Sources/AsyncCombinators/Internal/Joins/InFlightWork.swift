@@ -15,26 +15,21 @@ import Synchronization
 /// asked for then finds its token cancelled (a scope goes quiet early only by cancellation).
 ///
 /// What quiet frees is a subclass's ``becameQuiet()``: the object that owns the slot (a
-/// limit's run, a fold's element) is its own count, rather than an object beside it. And the
-/// count is the token its work runs on, a child of the token it was made for: the slot's owner,
-/// its count and its token are one object.
+/// limit's run, a fold's element) is its own count, rather than an object beside it. Stages
+/// count in it through a child token made with ``CancellationToken/makeChild(countingIn:)``.
 ///
-/// `@unchecked Sendable`, with no lock: the count is atomic and `enclosing` is a `let`, and the
-/// token keeps its own state safe. The class is not final, so the compiler cannot check its
-/// subclasses; each keeps its own state safe and says how (`LimitedRun` under its gate's lock,
-/// `ElementWork` by write-once order).
-class InFlightWork: CancellationToken, @unchecked Sendable {
+/// `@unchecked Sendable`, with no lock: the count is atomic and `enclosing` is a `let`. The
+/// class is not final, so the compiler cannot check its subclasses; each keeps its own state
+/// safe and says how.
+class InFlightWork: @unchecked Sendable {
   private let count = Atomic<Int>(1)
   private let enclosing: InFlightWork?
 
-  /// - Parameter parent: The token this work is for. Its count (``CancellationToken/inFlight``),
-  ///   if it has one, holds one for this count until this one is quiet.
-  init(childOf parent: CancellationToken) {
-    let enclosing = parent.inFlight
+  /// - Parameter enclosing: The count around this one, if any: it holds one for this count
+  ///   until this one is quiet.
+  init(within enclosing: InFlightWork?) {
     self.enclosing = enclosing?.enter() == true ? enclosing : nil
-    super.init(countingChildOf: parent)
   }
-
   /// Called once, on the thread whose ``leave()`` brings the count to zero: free the slot.
   func becameQuiet() {}
 

@@ -1,0 +1,146 @@
+import Dispatch
+import Synchronization
+
+/// A clock erased, once, when an operator is built, to what its timers need: `retry`'s waits,
+/// `timeout`'s deadline, `delay`'s pause.
+///
+/// `ContinuousClock`, the default, keeps its timers in ``SharedTimers``. A
+/// ``TimerSchedulingClock`` (the test clock) schedules each timer itself. Any other clock is
+/// honoured through its `sleep(until:tolerance:)`: one task per pending timer.
+///
+/// Not generic over the clock, so the code each run executes is not generic either.
+struct TimerClock: Sendable {
+  /// `nil` for `ContinuousClock`, whose deadlines are Dispatch uptimes.
+  private let customDeadline: (@Sendable (Duration) -> TimerDeadline)?
+
+  init<C: Clock>(_ clock: C) where C.Duration == Duration {
+    if C.self == ContinuousClock.self {
+      customDeadline = nil
+    } else {
+      customDeadline = { duration in TimerDeadline(after: duration, on: clock) }
+    }
+  }
+
+  static let continuous = TimerClock(ContinuousClock())
+
+  /// The instant `duration` from now, read now.
+  func deadline(after duration: Duration) -> TimerDeadline {
+    customDeadline?(duration) ?? TimerDeadline(uptimeAfter: duration)
+  }
+
+  /// Calls `fire(true)` once `duration` has passed, or `fire(false)` as soon as `token` is
+  /// cancelled, whichever comes first: exactly once either way.
+  func after(
+    _ duration: Duration, _ token: CancellationToken,
+    _ fire: @escaping @Sendable (_ expired: Bool) -> Void
+  ) {
+    deadline(after: duration).arm(on: token, fire)
+  }
+}
+
+/// When a timer is due, fixed when its wait begins.
+struct TimerDeadline: Sendable {
+  private enum Kind: Sendable {
+    /// Beyond what the clock can represent: it never comes.
+    case never
+    /// The default clock: a Dispatch uptime, in nanoseconds.
+    case uptime(UInt64)
+    /// Any other clock: schedules the fire at the instant fixed on it.
+    case custom(@Sendable (@escaping @Sendable () -> Void) -> any Cancellable)
+  }
+
+  private let kind: Kind
+
+  /// `now + duration` in Dispatch's uptime; never when the sum does not fit, since Dispatch
+  /// reads an uptime past `Int64.max` as a time in the past.
+  init(uptimeAfter duration: Duration) {
+    let (seconds, attoseconds) = duration.components
+    guard seconds >= 0 else {
+      kind = .uptime(DispatchTime.now().uptimeNanoseconds)
+      return
+    }
+    let (nanoseconds, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    let wait = UInt64(clamping: nanoseconds) &+ UInt64(clamping: attoseconds / 1_000_000_000)
+    let (due, pastEnd) = DispatchTime.now().uptimeNanoseconds.addingReportingOverflow(wait)
+    kind = overflow || pastEnd || due >= UInt64(Int64.max) ? .never : .uptime(due)
+  }
+
+  init<C: Clock>(after duration: Duration, on clock: C) where C.Duration == Duration {
+    let deadline = clock.now.advanced(by: duration)
+    kind = .custom { fire in
+      if let scheduling = clock as? any TimerSchedulingClock {
+        return schedule(on: scheduling, at: deadline, fire)
+      }
+      return Task {
+        do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+        fire()
+      }
+    }
+  }
+
+  /// Calls `fire(true)` at the deadline, or `fire(false)` as soon as `token` is cancelled,
+  /// whichever comes first: exactly once either way. A deadline that never comes arms nothing
+  /// but the cancellation.
+  func arm(on token: CancellationToken, _ fire: @escaping @Sendable (_ expired: Bool) -> Void) {
+    let pending = PendingTimer(fire)
+    let registration = token.onCancel { pending.end(expired: false) }
+    let timer: (any Cancellable)?
+    switch kind {
+    case .never: timer = nil
+    case .uptime(let due):
+      timer = SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due)) {
+        pending.end(expired: true)
+      }
+    case .custom(let schedule): timer = schedule { pending.end(expired: true) }
+    }
+    pending.attach(timer, registration)
+  }
+}
+
+/// One armed timer racing its token's cancellation: the first to end it fires, and takes the
+/// other back (the timer out of its queue, the handler off the token).
+private final class PendingTimer: Sendable {
+  private enum State {
+    /// Armed; what to take back once it ends, when known yet.
+    case waiting(timer: (any Cancellable)?, registration: CancellationToken.Registration?)
+    case ended
+  }
+
+  private let state = Locked(State.waiting(timer: nil, registration: nil))
+  private let fire: @Sendable (Bool) -> Void
+
+  init(_ fire: @escaping @Sendable (Bool) -> Void) { self.fire = fire }
+
+  /// Keeps what to take back, unless the timer ended while they were made: then takes them
+  /// back now.
+  func attach(_ timer: (any Cancellable)?, _ registration: CancellationToken.Registration) {
+    let ended = state.withLock { state in
+      guard case .waiting = state else { return true }
+      state = .waiting(timer: timer, registration: registration)
+      return false
+    }
+    guard ended else { return }
+    timer?.cancel()
+    registration.remove()
+  }
+
+  func end(expired: Bool) {
+    let taken = state.withLock { state -> State? in
+      guard case .waiting = state else { return nil }
+      defer { state = .ended }
+      return state
+    }
+    guard case .waiting(let timer, let registration)? = taken else { return }
+    if expired { registration?.remove() } else { timer?.cancel() }
+    fire(expired)
+  }
+}
+
+/// Opens a scheduling clock, so that a deadline fixed on it can be handed over.
+private func schedule<S: TimerSchedulingClock, Instant>(
+  on clock: S, at deadline: Instant, _ fire: @escaping @Sendable () -> Void
+) -> any Cancellable {
+  // `clock` is the operator's clock cast to the protocol, and `deadline` an instant of that
+  // clock, so `Instant` is `S.Instant`.
+  clock.scheduleTimer(at: deadline as! S.Instant, fire)
+}
