@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// Something that can be asked to stop: a run, a network request, a timer.
@@ -33,7 +34,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// cancellation and a detach never miss each other. The table is made only for the first
   /// handler: most tokens a run makes inside (a timeout's race, a limited element) never get
   /// one.
-  private let word: Atomic<UInt>
+  fileprivate let word: Atomic<UInt>
 
   private enum Flag {
     /// ``cancel()`` has begun on this token itself.
@@ -48,15 +49,21 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// on one token). Freed entries form a list through `nextFree` and are reused.
   ///
   /// `@unchecked Sendable`: everything in it is behind `state`'s lock.
-  private final class HandlerTable: @unchecked Sendable {
+  fileprivate final class HandlerTable: @unchecked Sendable {
     struct State {
       var entries: [Entry] = []
       var firstFree: Int32 = -1
       var live: Int32 = 0
       /// How many handlers have been registered, for the high half of their ids.
       var registered: UInt32 = 0
-      /// Once set, every handler has been taken to run and new ones run at once.
+      /// Once set, the handlers are being run, one at a time, and new ones run at once.
       var isCancelled = false
+      /// The thread running the handlers, while it does.
+      var runner: UInt = 0
+      /// Set once every handler has run: a later ``cancel()`` returns at once.
+      var handlersDone = false
+      /// Callers of ``cancel()`` waiting for the handlers another thread is running.
+      var waiters: [DispatchSemaphore] = []
       /// How many entries removals have examined in all: one each, whatever the order. Tests
       /// read it to prove removal never scans.
       var entriesExamined = 0
@@ -69,9 +76,32 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     init(linked: Bool) {
       state = Locked(State(parentLink: linked ? .unlinked : .done))
     }
+
+    /// The next handler still registered at or after `index`, taken off; `nil` once there is
+    /// none, when the table is emptied and the callers waiting for the handlers are woken.
+    func takeHandler(from index: inout Int) -> (@Sendable () -> Void)? {
+      let (handler, waiters) = state.withLock {
+        state -> ((@Sendable () -> Void)?, [DispatchSemaphore]) in
+        while index < state.entries.count {
+          defer { index += 1 }
+          guard let handler = state.entries[index].handler else { continue }
+          state.entries[index] = Entry(handler: nil, id: .max, nextFree: -1)
+          state.live -= 1
+          return (handler, [])
+        }
+        state.entries = []
+        state.firstFree = -1
+        state.live = 0
+        state.handlersDone = true
+        defer { state.waiters = [] }
+        return (nil, state.waiters)
+      }
+      for waiter in waiters { waiter.signal() }
+      return handler
+    }
   }
 
-  private struct Entry {
+  fileprivate struct Entry {
     var handler: (@Sendable () -> Void)?
     /// The registration's id: the entry's index in the low half and, in the high half, how
     /// many handlers the token had had registered before it. A free entry's id is `.max`. So a
@@ -81,7 +111,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     var nextFree: Int32
   }
 
-  private enum ParentLink {
+  fileprivate enum ParentLink {
     /// No handler of this token needs the parent's cancellation forwarded yet.
     case unlinked
     /// A thread is registering on the parent; `detach` or `cancel` meanwhile ends the link.
@@ -95,6 +125,9 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// A child is cancelled the moment its parent is: ``isCancelled`` reads up the chain, so no
   /// stage on a child can decide to start after the parent's ``cancel()`` has begun.
   private let parent: CancellationToken?
+  /// The value of `cancellationsBegun` at which this token and all its ancestors were last
+  /// found not cancelled: until another cancellation begins anywhere, that still holds.
+  private let clearAt = Atomic<UInt>(.max)
   /// Carried to child tokens so that tracing follows a run into parallel branches. Boxed:
   /// one reference is half the size of the existential, and only traced runs make the box.
   private let tracing: Tracing?
@@ -136,31 +169,40 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   /// The handler table a state word points to, unretained.
-  private static func table(in word: UInt) -> Unmanaged<HandlerTable>? {
+  fileprivate static func table(in word: UInt) -> Unmanaged<HandlerTable>? {
     guard let address = UnsafeRawPointer(bitPattern: word & ~Flag.all) else { return nil }
     return Unmanaged.fromOpaque(address)
   }
 
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
   ///
-  /// - Complexity: O(*d*) for a token nested *d* deep in the operations of its run; a handful.
+  /// - Complexity: O(1) while no cancellation begins anywhere in the process; after one, a
+  ///   token nested *d* deep in the operations of its run walks its *d* ancestors once.
   public var isCancelled: Bool {
     if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return true }
+    guard let parent else { return false }
+    // Read before the walk: a cancellation begun before this count was raised is visible to
+    // the walk (the count is raised after the flag is set, with release ordering).
+    let epoch = cancellationsBegun.load(ordering: .acquiring)
+    if clearAt.load(ordering: .relaxed) == epoch { return false }
     // Every token holds its parent, and this one is alive while it is read, so the walk up
-    // needs no references of its own: a retain and a release per ancestor, on every stage
-    // start, were most of what this cost.
-    guard var ancestor = parent.map(Unmanaged.passUnretained) else { return false }
+    // needs no references of its own. It stops at an ancestor already found clear at this
+    // count: whatever is above that one was clear too, so a deep nesting walks once.
+    var ancestor = Unmanaged.passUnretained(parent)
     while true {
-      let (cancelled, next) = ancestor._withUnsafeGuaranteedRef { token in
+      let (cancelled, known, next) = ancestor._withUnsafeGuaranteedRef { token in
         (
           token.word.load(ordering: .acquiring) & Flag.cancelled != 0,
+          token.clearAt.load(ordering: .relaxed) == epoch,
           token.parent.map(Unmanaged.passUnretained)
         )
       }
       if cancelled { return true }
-      guard let next else { return false }
+      guard !known, let next else { break }
       ancestor = next
     }
+    clearAt.store(epoch, ordering: .relaxed)
+    return false
   }
 
   /// Whether ``cancel()`` has begun on this token itself (its handlers are taken, or being
@@ -176,28 +218,45 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
     let before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
-    guard before & Flag.cancelled == 0 else { return }
+    guard before & Flag.cancelled == 0 else { return waitForHandlers() }
+    // After the flag, before any handler: every `isCancelled` read that may have cached this
+    // token's descendants as clear now walks again.
+    cancellationsBegun.add(1, ordering: .releasing)
     // No table: no handler was ever registered, and any registration from now on sees the flag.
     guard let table = Self.table(in: before) else { return }
-    // The entries themselves are taken, not their closures: an array of closures would wrap
-    // each one in a thunk of its own.
-    let (entries, link) = table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { state -> ([Entry], UInt64?) in
+    let link = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state -> UInt64? in
         state.isCancelled = true
-        var link: UInt64?
-        if case .linked(let id) = state.parentLink { link = id }
-        state.parentLink = .done
-        defer {
-          state.entries = []
-          state.firstFree = -1
-          state.live = 0
-        }
-        return (state.entries, link)
+        state.runner = currentThreadID()
+        defer { state.parentLink = .done }
+        if case .linked(let id) = state.parentLink { return id }
+        return nil
       }
     }
     // Cancelled on its own: the parent need not forward its cancellation.
     if let link { parent?.removeHandler(link) }
-    for entry in entries { entry.handler?() }
+    // One at a time, taken under the lock as it runs: a registration removed meanwhile (its
+    // work has finished) is never run.
+    var next = 0
+    while let handler = table._withUnsafeGuaranteedRef({ $0.takeHandler(from: &next) }) {
+      handler()
+    }
+  }
+
+  /// Returns once the handlers that another thread's ``cancel()`` is running have all run, so
+  /// that every caller of `cancel()` can rely on them having run when it returns.
+  private func waitForHandlers() {
+    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return }
+    let waiting = table._withUnsafeGuaranteedRef { table in
+      table.state.withLock { state -> DispatchSemaphore? in
+        // The running thread itself, cancelling again from a handler, must not wait for it.
+        guard !state.handlersDone, state.runner != currentThreadID() else { return nil }
+        let semaphore = DispatchSemaphore(value: 0)
+        state.waiters.append(semaphore)
+        return semaphore
+      }
+    }
+    waiting?.wait()
   }
 
   /// Registers work to do when the token is cancelled; runs it at once if it already is.
@@ -307,6 +366,12 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
         state.entriesExamined += 1
         guard state.entries[slot].id == id else { return nil }
         let removed = state.entries[slot]
+        if state.isCancelled {
+          // The handlers are being run in order: the entry only empties.
+          state.entries[slot] = Entry(handler: nil, id: .max, nextFree: -1)
+          state.live -= 1
+          return removed
+        }
         state.entries[slot] = Entry(handler: nil, id: .max, nextFree: state.firstFree)
         state.firstFree = Int32(slot)
         state.live -= 1
@@ -382,9 +447,27 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   }
 }
 
+/// How many cancellations have begun in the process: what a token's cached "not cancelled"
+/// is valid for.
+private let cancellationsBegun = Atomic<UInt>(0)
+
 extension CancellationToken: CustomStringConvertible {
   /// `CancellationToken(cancelled)` or `CancellationToken(active)`.
   public var description: String {
     isCancelled ? "CancellationToken(cancelled)" : "CancellationToken(active)"
+  }
+}
+
+extension CancellationToken {
+  /// How many callers of ``cancel()`` wait for the handlers another thread runs; for tests.
+  var waitingCancellerCount: Int {
+    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
+    return table._withUnsafeGuaranteedRef { table in table.state.withLock { $0.waiters.count } }
+  }
+
+  /// Whether a thread has begun running this token's handlers; for tests.
+  var hasBegunRunningHandlers: Bool {
+    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return false }
+    return table._withUnsafeGuaranteedRef { table in table.state.withLock { $0.runner != 0 } }
   }
 }

@@ -55,6 +55,40 @@ import Testing
     #expect(trace.all == ["commit finished", "cancel returned"])
   }
 
+  @Test(.timeLimit(.minutes(1)))
+  func every_caller_of_cancel_returns_only_after_the_commit_in_progress_has_finished() async {
+    // A timeout (another thread) cancels the commit's token first, while the side effect runs;
+    // the user's `cancel()` of the same token comes second and must wait for it too.
+    let trace = Recorder<String>()
+    let committing = Gate()
+    let release = Gate()
+    let token = CancellationToken()
+    let refresh = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }.commit { _ in
+      committing.open()
+      release.blockingWait()
+      trace.record("commit finished")
+    }
+    blockingLane("commit").async { refresh.run(1, token: token) { _ in } }
+    await committing.wait()
+    let first = Countdown(1)
+    let second = Countdown(1)
+    blockingLane("timeout").async {
+      token.cancel()  // Runs the commit's handler, which waits for the side effect.
+      first.tick()
+    }
+    await token.waitUntilCancelStarted()
+    blockingLane("user").async {
+      token.cancel()
+      trace.record("second cancel returned")
+      second.tick()
+    }
+    await token.waitUntilCancellersWaiting(1)
+    release.open()
+    await first.wait()
+    await second.wait()
+    #expect(trace.all == ["commit finished", "second cancel returned"])
+  }
+
   @Test func a_finished_commit_leaves_no_cancellation_handler_on_the_runs_token() {
     let saved = Recorder<Int>()
     let refresh = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }.commit { saved.record($0) }

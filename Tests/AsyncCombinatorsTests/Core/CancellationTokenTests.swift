@@ -6,6 +6,31 @@ import Testing
 @testable import AsyncCombinators
 
 @Suite struct CancellationTokenTests {
+  @Test func a_handler_removed_while_cancel_runs_others_never_runs() async {
+    // A request that calls back while `cancel()` is busy with an earlier handler takes its
+    // registration off: a finished request is not cancelled.
+    let token = CancellationToken()
+    let inFirst = Gate()
+    let release = Gate()
+    let ran = Recorder<String>()
+    token.onCancel {
+      inFirst.open()
+      release.blockingWait()
+      ran.record("first")
+    }
+    let request = token.onCancel { ran.record("finished request cancelled") }
+    let cancelled = Countdown(1)
+    blockingLane("canceller").async {
+      token.cancel()
+      cancelled.tick()
+    }
+    await inFirst.wait()
+    request.remove()  // The request called back.
+    release.open()
+    await cancelled.wait()
+    #expect(ran.all == ["first"])
+  }
+
   /// Registers `count` handlers, removes them in `order`, and checks that no handler ran and
   /// every removal examined its own entry only.
   private func registerAndRemove(_ count: Int, order: (inout [Int]) -> Void) {

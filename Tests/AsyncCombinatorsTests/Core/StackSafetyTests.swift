@@ -70,6 +70,39 @@ private func blockOnSmallStack(_ body: @escaping @Sendable () -> Void) {
   }
 }
 
+/// `((f <> g) +> sum <> g) +> sum ...`: fork-joins nested 100,000 deep, each joining the one
+/// inside it with a leaf; `asynchronous` leaves complete on a global queue.
+private func deepParallel(asynchronous: Bool, depth: Int = 100_000) -> AsyncFunc<Int, Int> {
+  let leaf: AsyncFunc<Int, Int> =
+    asynchronous
+    ? AsyncFunc { _, complete in DispatchQueue.global().async { complete(.success(1)) } }
+    : .sync { _ in 1 }
+  return (1..<depth).reduce(AsyncFunc<Int, Int>.sync { $0 }) { chain, _ in
+    (chain <> leaf) +> .sync { $0.0 &+ $0.1 }
+  }
+}
+
+/// `<>` is as stack-safe as `+>`: starting, joining and releasing.
+@Suite struct ParallelStackSafetyTests {
+  @Test(arguments: [false, true])
+  func nested_parallel_of_a_hundred_thousand_runs_on_a_small_stack(asynchronous: Bool) async throws
+  {
+    let nested = deepParallel(asynchronous: asynchronous)
+    #expect(try await runOnSmallStack(nested, 0).get() == 99_999)
+    #expect(String(describing: nested).count > 100_000)
+  }
+
+  @Test func releasing_a_nested_parallel_of_a_hundred_thousand_uses_a_small_stack() async {
+    await #expect(processExitsWith: .success) {
+      blockOnSmallStack {
+        var nested: AsyncFunc<Int, Int>? = deepParallel(asynchronous: false)
+        nested = nil
+        _ = nested
+      }
+    }
+  }
+}
+
 @Suite struct PromiseChainStackSafetyTests {
   /// A promise of `links` links, each a `then` on a promise the reduction still holds: a chain
   /// of one-link nodes, the deepest shape a promise chain takes.

@@ -36,7 +36,7 @@ enum Shape: Sendable {
   /// Branches that run at once, and how the code that made them spelled it: `<>` pairs, while
   /// `parallel(a, b, c)` and `AsyncFunc.parallel([a, b, c])` have other output types, so each
   /// describes as written.
-  case parallel([Program], ParallelSpelling)
+  case parallel(Branches, ParallelSpelling)
   /// An operation applied to one inner function, shown as the call that made it:
   /// `fetch.retry(2)`, `(a +> b).timeout(.seconds(1))`.
   case modified(Program, String)

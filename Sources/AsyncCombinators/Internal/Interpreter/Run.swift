@@ -1,14 +1,6 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
-
 /// One execution of a `Program`: an interpreter that walks the tree with an explicit stack.
 ///
 /// A stage that completes on the thread that started it, before its body returns, leaves its
@@ -517,14 +509,4 @@ final class TracedStage: @unchecked Sendable {
   }
 
   func stopWatching() { cancelWatch.take()?.remove() }
-}
-
-/// A cheap identity for the current thread; never 0.
-@inline(__always)
-private func currentThreadID() -> UInt {
-  #if canImport(Darwin)
-    UInt(bitPattern: pthread_self())
-  #else
-    UInt(pthread_self())
-  #endif
 }

@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// The join takes no lock: each branch writes only its own slot, then counts down with a
 /// releasing decrement; the branch that reaches zero has acquired every other branch's write.
-/// That discipline is what makes the `@unchecked Sendable` safe. `onBranchesCancelled` is
+/// That discipline, and `completion` being taken only by the winner of `isDone`, are what
+/// make the `@unchecked Sendable` safe. `onBranchesCancelled` is
 /// written once, before any branch starts, and read only by the success path, which
 /// happens after every branch started.
 @usableFromInline
@@ -25,7 +26,10 @@ final class ForkJoin: StageSink, @unchecked Sendable {
   private let isDone = Atomic<Bool>(false)
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
-  private let completion: StageCompletion
+  /// Taken by whichever of success, failure or cancellation wins `isDone`: a finished join
+  /// then no longer holds the stage that enclosed it, so a deep nesting of joins finishing
+  /// later is not freed one level inside the next.
+  private var completion: StageCompletion?
   private let assemble: @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   /// The join's own handler on `branches`, removed on success: it holds the join, and the
   /// join holds `branches`, so leaving it would keep both alive.
@@ -55,15 +59,23 @@ final class ForkJoin: StageSink, @unchecked Sendable {
 
   /// A callback stage that forks `programs` and completes with `assemble` of their values,
   /// in branch order (every element is non-`nil` by then).
+  ///
+  /// Starting and joining go through the thread's ``Trampoline``, and the branches are freed
+  /// through it, so a fork-join nested a hundred thousand deep uses a small stack.
   @usableFromInline
   static func stage(
     _ programs: [Program], label: Label, spelling: ParallelSpelling = .pairOperator,
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) -> Program {
-    .callback(
-      CallbackStage(shape: .parallel(programs, spelling), label: label) {
+    let branches = Branches(programs)
+    return .callback(
+      CallbackStage(shape: .parallel(branches, spelling), label: label) {
         input, token, completion in
-        start(programs, input: input, token: token, completion: completion, assemble: assemble)
+        Trampoline.run {
+          start(
+            branches.programs, input: input, token: token, completion: completion,
+            assemble: assemble)
+        }
       })
   }
 
@@ -111,13 +123,34 @@ final class ForkJoin: StageSink, @unchecked Sendable {
     else { return }
     link.remove()
     onBranchesCancelled?.remove()
-    completion.complete(.success(assemble(UnsafeBufferPointer(start: slots, count: count))))
+    let value = assemble(UnsafeBufferPointer(start: slots, count: count))
+    let completion = completion.take()!
+    Trampoline.run { completion.complete(.success(value)) }
   }
 
   private func fail(_ error: any Error) {
     guard !isDone.exchange(true, ordering: .acquiringAndReleasing) else { return }
     link.remove()
     branches.cancel()
-    completion.complete(.failure(error))
+    let completion = completion.take()!
+    Trampoline.run { completion.complete(.failure(error)) }
+  }
+}
+
+/// A fork-join's branches, freed through the thread's ``Trampoline``: a branch that is itself
+/// a fork-join is then freed after this one, not inside it.
+///
+/// `programs` is written only by `deinit`, when nothing else holds the object: that is what
+/// makes the `@unchecked Sendable` safe.
+@usableFromInline
+final class Branches: @unchecked Sendable {
+  private(set) var programs: [Program]
+
+  init(_ programs: [Program]) { self.programs = programs }
+
+  deinit {
+    var taken: [Program] = []
+    swap(&taken, &programs)
+    Trampoline.release(consume taken)
   }
 }
