@@ -40,10 +40,18 @@ public struct Promise<Value: Sendable>: Sendable {
   ///   - body: Turns the value into the next one.
   /// - Returns: A new chain, this one followed by `body`.
   /// - Complexity: O(1) to build; one queue hop per run.
+  @inlinable  // So that the link's closures are specialized for the caller's types.
   public func then<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> U
   ) -> Promise<U> {
-    Promise<U>(chain +> .block(on: queue, name: "then", body))
+    // `AsyncFunc.block` spelled out, as an inlinable body can call public symbols only.
+    let queue = queue ?? DispatchQueue.global()
+    let link = AsyncFunc<Value, U>(name: "then") { value, token, complete in
+      queue.async {
+        complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(value) })
+      }
+    }
+    return Promise<U>(chain +> link)
   }
 
   /// Runs `body` on the chain's value, then the promise it returns: the result is flattened.
