@@ -30,7 +30,7 @@ extension Promise {
   ///
   /// ```swift
   /// firstly { 1 }.catch { print($0) }
-  /// // error: 'catch(on:_:)' has been renamed to 'error(on:_:)': PromiseKit's catch is error here; it starts the chain and returns its cancellation token
+  /// // error: 'catch(on:_:)' has been renamed to 'error(on:_:)': PromiseKit's catch is error here; it starts the chain and returns its token
   /// ```
   ///
   /// - Parameters:
@@ -39,8 +39,7 @@ extension Promise {
   /// - Returns: Nothing: it is unavailable.
   @available(
     *, unavailable, renamed: "error(on:_:)",
-    message:
-      "PromiseKit's catch is error here; it starts the chain and returns its cancellation token"
+    message: "PromiseKit's catch is error here; it starts the chain and returns its token"
   )
   @discardableResult
   public func `catch`(
