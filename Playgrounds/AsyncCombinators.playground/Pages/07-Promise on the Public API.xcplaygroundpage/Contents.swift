@@ -120,6 +120,21 @@ example("recover and Promise { complete in }") {
 }
 
 /*:
+ ## Everyday verbs
+
+ `timeout`, `retry`, `delay`, `race` and `tap` are `AsyncFunc`'s operators applied to the
+ chain so far, with the same parameters. `Promise(value:)` and `Promise(error:)` complete at
+ once, and `flatMapError` recovers with a promise, as `flatMap` goes on with one.
+ */
+example("timeout, retry, delay, race, tap, flatMapError") {
+  let flaky = Promise<Int>(error: Overheated()).retry(2, delay: .milliseconds(10))
+  let backup = Promise(value: 7).delay(.milliseconds(50))
+  let fastest = race([flaky, backup]).timeout(.seconds(1)).tap { print("race:", $0) }
+  print(try await fastest.value)
+  print(try await flaky.flatMapError { _ in Promise(value: 0) }.value)
+}
+
+/*:
  ## `error` ends the chain and returns a token
 
  `always` wraps the chain so far and runs its block whatever the outcome — even after a
