@@ -12,12 +12,12 @@ extension Tour {
   public static let promiseDemos = Scenario(
     title: "firstly, when, then, always, error",
     story: """
-      The article's Promise in 100 lines, built on +> and <>. when starts both jobs at once \
-      (10 and 30 ms where the article sleeps 1 and 5 s), so the then blocks start after 30 \
-      ms, not 40; always runs last. In the second program second job throws: third job never \
-      runs, always still does, and error hears of it. The blocks hide the chain from its \
-      description, but not from the timeline: always and error each wrap the chain before \
-      them, so their bars span the run.
+      The article's Promise, written on the library's public API: each then is a stage \
+      after +>, and when is <>. when starts both jobs at once (10 and 30 ms where the \
+      article sleeps 1 and 5 s), so the then blocks start after 30 ms, not 40; always runs \
+      last. In the second program second job throws: third job never runs, always still \
+      does, and error hears of it. The structure is the chain of blocks, which always and \
+      error wrap; the timeline shows the stages that ran, the failed then last.
       """
   ) {
     [
@@ -62,20 +62,20 @@ extension Tour {
     return await Traced.run(
       label, run, (), log: log,
       expecting: [.overlap("fst job", "snd job"), .logged(jobs + ending)]
-        + (throwing ? [.failed("error")] : []))
+        + (throwing ? [.failed("then")] : []))
   }
 }
 
 extension Promise {
-  /// The run that `error(_:)` starts, as a stage the Tour can trace.
+  /// The run that `error(_:)` starts, as a function the Tour can trace and describe.
   ///
-  /// `error` starts its chain at once, with no timeline watching. This stage runs the same
-  /// chain when the Tour starts it, and calls `body` as `error` does: on a failure that is
-  /// not cancellation, after the `always` blocks.
+  /// `error` starts its chain at once, with no timeline watching. This function wraps the
+  /// same chain, described as `chain.error { … }`, runs it when the Tour starts it, and calls
+  /// `body` as `error` does: on a failure that is not cancellation, after the `always` blocks.
   fileprivate func errorStage(
     _ body: @escaping @Sendable (any Error) -> Void
   ) -> AsyncFunc<Void, Value> {
-    AsyncFunc(name: "error") { _, token, complete in
+    AsyncFunc(wrapping: chain, call: "error { … }") { _, token, complete in
       chain.run((), token: token) { result in
         if case .failure(let error) = result, !(error is CancellationError) { body(error) }
         complete(result)

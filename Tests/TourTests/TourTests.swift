@@ -40,6 +40,10 @@ import TourScenarios
   @Test func promise_demos_and_ordered_submission_print_their_results() async {
     let promises = await Tour.promiseDemos.play()
     #expect(promises.map(\.result) == ["success(())", "failure(SecondJobFailed)"])
+    #expect(
+      promises.map(\.structure)
+        == Array(repeating: "(firstly +> then +> then).always { … }.error { … }", count: 2))
+    #expect(promises.allSatisfy { $0.unmetExpectations.isEmpty })
     let ordered = await Tour.orderedSubmission.play()
     #expect(
       ordered.map(\.result) == [

@@ -1,8 +1,9 @@
 import Dispatch
 
-// A PromiseKit-style facade, built on nothing but `AsyncFunc`, `+>`, `<>` and their folds.
-// A `Promise` is a description of a chain, like the `AsyncFunc` it wraps: every method returns
-// a new one, and nothing runs until `error` (or `value`) starts it.
+// A PromiseKit-style facade written as a client of the library: every file of `Facade/` uses
+// only the public API of `AsyncCombinators`, and CI builds them in a module of their own
+// (`.ci/facade-as-client`). A `Promise` is a description of a chain, like the `AsyncFunc` it
+// wraps: every method returns a new one, and nothing runs until `error` (or `value`) starts it.
 
 /// A chain of blocks that starts when you attach its ``error(on:_:)`` handler.
 ///
@@ -26,11 +27,8 @@ public struct Promise<Value: Sendable>: Sendable {
   /// Runs `body` on the chain's value once the chain so far has succeeded.
   ///
   /// A throw fails the chain: the later `then` blocks are skipped and ``error(on:_:)`` runs.
-  /// A block that returns a promise goes to ``flatMap(on:_:)`` instead.
-  ///
-  /// It consumes this promise, so that a chain nothing else holds (one written as a single
-  /// expression, say) keeps its consecutive `then` blocks in one object. A promise you use
-  /// again afterwards is copied, and stays as it was.
+  /// A block that returns a promise goes to ``flatMap(on:_:)`` instead. The link is one
+  /// stage after the chain, `chain +> block`, where the block hops to `queue` and runs there.
   ///
   /// ```swift
   /// print(try await firstly { 2 }.then { $0 * 21 }.value)
@@ -41,22 +39,19 @@ public struct Promise<Value: Sendable>: Sendable {
   ///   - queue: Where `body` runs; a global queue when `nil`.
   ///   - body: Turns the value into the next one.
   /// - Returns: A new chain, this one followed by `body`.
-  @inlinable  // So that a link's body is boxed with its types known.
-  public consuming func then<U>(
+  /// - Complexity: O(1) to build; one queue hop per run.
+  @inlinable  // So that the link's closures are specialized for the caller's types.
+  public func then<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> U
   ) -> Promise<U> {
-    // Consumed, so that a chain nothing else holds grows in place: a link is then a queue and
-    // a body in the chain's buffer, not an object of its own (see `Program.chaining`).
-    // Both moved, not copied, into `chaining`, in an unoptimized build too: a copy would hold
-    // the chain while it checks that nothing else does. The link is built in the call: a named
-    // value holding an existential is copied into a consuming parameter even when optimized.
-    let program = chain.program
-    _ = consume self
-    return Promise<U>(
-      AsyncFunc(
-        program: .chaining(
-          ChainedBlock(queue: queue, body: TypedBlock(body)),
-          after: consume program)))
+    // `AsyncFunc.block` spelled out, as an inlinable body can call public symbols only.
+    let queue = queue ?? DispatchQueue.global()
+    let link = AsyncFunc<Value, U>(name: "then") { value, token, complete in
+      queue.async {
+        complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(value) })
+      }
+    }
+    return Promise<U>(chain +> link)
   }
 
   /// Runs `body` on the chain's value, then the promise it returns: the result is flattened.
@@ -84,6 +79,11 @@ public struct Promise<Value: Sendable>: Sendable {
   ///
   /// It runs before ``error(on:_:)``, and passes the chain's result on unchanged.
   ///
+  /// ```swift
+  /// _ = try? await firstly { 1 }.always { print("spinner hidden") }.value
+  /// // prints spinner hidden
+  /// ```
+  ///
   /// - Parameters:
   ///   - queue: Where `body` runs; a global queue when `nil`.
   ///   - body: Cleanup, such as hiding a spinner.
@@ -91,10 +91,12 @@ public struct Promise<Value: Sendable>: Sendable {
   public func always(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () -> Void
   ) -> Promise {
+    // A wrapper, not a link: it runs the chain on the run's token and sees every outcome,
+    // cancellation included, which ends the outer run at once.
     Promise(
       AsyncFunc(wrapping: chain, call: "always { … }") { _, token, complete in
         chain.run((), token: token) { result in
-          (queue ?? defaultBlockQueue).async {
+          (queue ?? blockQueue).async {
             body()
             complete(result)
           }
@@ -121,7 +123,7 @@ public struct Promise<Value: Sendable>: Sendable {
   ) -> CancellationToken {
     chain.run { result in
       guard case .failure(let error) = result, !(error is CancellationError) else { return }
-      (queue ?? defaultBlockQueue).async { body(error) }
+      (queue ?? blockQueue).async { body(error) }
     }
   }
 
@@ -129,6 +131,53 @@ public struct Promise<Value: Sendable>: Sendable {
   public var value: Value {
     get async throws { try await chain() }
   }
+}
+
+/// Starts a chain with `body`, which runs on `queue` (a global one when `nil`).
+///
+/// A body that returns a promise, as in `firstly { when(a, b) }`, is flattened: the chain
+/// runs that promise and goes on with its value. Its body is built by ``PromiseHeadBuilder``;
+/// bodies with `return` statements are taken by the plain overload, and behave the same.
+///
+/// ```swift
+/// let answer = firstly { 6 * 7 }
+/// print(try await answer.value)
+/// // prints 42
+/// ```
+///
+/// - Parameters:
+///   - queue: Where `body` runs; a global queue when `nil`.
+///   - body: Makes the chain's first value, or the promise of it.
+/// - Returns: A chain whose value is the body's value.
+public func firstly<T>(
+  on queue: DispatchQueue? = nil,
+  @PromiseHeadBuilder _ body: @escaping @Sendable () throws -> Promise<T>
+) -> Promise<T> {
+  Promise(.flatBlock(on: queue, name: "firstly") { _ in try body() })
+}
+
+/// Starts a chain with `body`, a body with statements, such as `return`, that
+/// ``PromiseHeadBuilder`` does not build.
+///
+/// ```swift
+/// let answer = firstly { () -> Int in
+///   print("computing")
+///   return 6 * 7
+/// }
+/// print(try await answer.value)
+/// // prints computing
+/// // prints 42
+/// ```
+///
+/// - Parameters:
+///   - queue: Where `body` runs; a global queue when `nil`.
+///   - body: Makes the chain's first value.
+/// - Returns: A chain whose value is the body's value.
+@_disfavoredOverload
+public func firstly<T>(
+  on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () throws -> T
+) -> Promise<T> {
+  Promise(.block(on: queue, name: "firstly") { _ in try body() })
 }
 
 /// Runs both promises at once; the value is the pair of their values.
@@ -166,42 +215,34 @@ public func when<T>(_ promises: [Promise<T>]) -> Promise<[T]> {
   Promise<[T]>(AsyncFunc.parallel(promises.map(\.chain)))
 }
 
-/// Where blocks run when no queue is given. Looked up once: `DispatchQueue.global()` costs
-/// more than the rest of building a link.
-@usableFromInline let defaultBlockQueue = DispatchQueue.global()
-
-extension Promise where Value == Void {
-  /// The empty chain: `firstly` is a `then` on it.
-  static var start: Promise { Promise(.identity) }
-}
+/// Where blocks run when no queue is given. Looked up once rather than at every link.
+let blockQueue = DispatchQueue.global()
 
 extension AsyncFunc {
-  /// A stage that runs a synchronous body on `queue` (a global one by default); it skips the
-  /// body when the run was cancelled while it waited for the queue. `name` is the facade
-  /// method, so that a promise describes as its blocks: `firstly +> then +> flatMap`.
-  ///
-  /// Inlinable, so the caller's specialization finds `BlockNode`'s type metadata in a cache of
-  /// its own rather than asking the runtime for it once per link.
-  @inlinable
+  /// A stage that hops to `queue` (a global one by default) and runs a synchronous body
+  /// there; a run cancelled while the block waited for its queue ends without running it.
+  /// `name` is the facade method, so that a promise describes as its blocks:
+  /// `firstly +> then +> flatMap`.
   static func block(
-    on queue: DispatchQueue?, name: String = "then",
-    _ body: @escaping @Sendable (Input) throws -> Output
+    on queue: DispatchQueue?, name: String, _ body: @escaping @Sendable (Input) throws -> Output
   ) -> AsyncFunc {
-    // A hop that runs the body as a synchronous stage: the run parks before the block is
-    // queued, and goes on on the queue's thread, as a hand-written hop does. The run checks
-    // the token there and skips the body when it was cancelled meanwhile.
-    let label = Label(name: name, fileID: #fileID, line: #line)
-    return AsyncFunc(program: .hop(BlockNode(queue ?? defaultBlockQueue, label: label, body: body)))
+    let queue = queue ?? blockQueue
+    return AsyncFunc(name: name) { input, token, complete in
+      queue.async {
+        complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(input) })
+      }
+    }
   }
 
-  /// A block whose body returns a promise, which then runs as part of the same run: the
-  /// stage of `flatMap`, and of a `firstly` whose body is a promise.
+  /// A block whose body returns a promise, which then runs on the same token, as part of the
+  /// same run: the stage of `flatMap`, and of a `firstly` whose body is a promise.
   static func flatBlock(
     on queue: DispatchQueue?, name: String,
     _ body: @escaping @Sendable (Input) throws -> Promise<Output>
   ) -> AsyncFunc {
-    AsyncFunc(name: name) { input, token, complete in
-      (queue ?? defaultBlockQueue).async {
+    let queue = queue ?? blockQueue
+    return AsyncFunc(name: name) { input, token, complete in
+      queue.async {
         guard !token.isCancelled else { return complete(.failure(CancellationError())) }
         let promise: Promise<Output>
         do { promise = try body(input) } catch { return complete(.failure(error)) }

@@ -1,6 +1,6 @@
 import Dispatch
 
-// The heads of a chain: `firstly` and the `when` of two bodies.
+// The heads of a chain: the builder of `firstly`'s body, and the `when` of two bodies.
 //
 // A head takes a body that returns a value (`firstly { 7 }`) or a promise (the article's
 // `firstly { when(a, b) }`, which runs the `when` and goes on with its value). Two plain
@@ -71,53 +71,6 @@ public enum PromiseHeadBuilder {
   }
 }
 
-/// Starts a chain with `body`, which runs on `queue` (a global one when `nil`).
-///
-/// A body that returns a promise, as in `firstly { when(a, b) }`, is flattened: the chain
-/// runs that promise and goes on with its value. Bodies with `return` statements are taken by
-/// the plain overload of `firstly`, and behave the same.
-///
-/// ```swift
-/// let answer = firstly { 6 * 7 }
-/// print(try await answer.value)
-/// // prints 42
-/// ```
-///
-/// - Parameters:
-///   - queue: Where `body` runs; a global queue when `nil`.
-///   - body: Makes the chain's first value, or the promise of it.
-/// - Returns: A chain whose value is the body's value.
-public func firstly<T>(
-  on queue: DispatchQueue? = nil,
-  @PromiseHeadBuilder _ body: @escaping @Sendable () throws -> Promise<T>
-) -> Promise<T> {
-  Promise(.flatBlock(on: queue, name: "firstly") { _ in try body() })
-}
-
-/// Starts a chain with `body`, a body with statements, such as `return`, that
-/// ``PromiseHeadBuilder`` does not build.
-///
-/// ```swift
-/// let answer = firstly { () -> Int in
-///   print("computing")
-///   return 6 * 7
-/// }
-/// print(try await answer.value)
-/// // prints computing
-/// // prints 42
-/// ```
-///
-/// - Parameters:
-///   - queue: Where `body` runs; a global queue when `nil`.
-///   - body: Makes the chain's first value.
-/// - Returns: A chain whose value is the body's value.
-@_disfavoredOverload
-public func firstly<T>(
-  on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () throws -> T
-) -> Promise<T> {
-  Promise(.block(on: queue, name: "firstly") { _ in try body() })
-}
-
 /// Runs both bodies at once, each on `queue` (a global one when `nil`); the value is the pair.
 ///
 /// No thread waits for the other body: the pair completes when the slower body finishes.
@@ -163,5 +116,6 @@ public func when<A, B>(
   _ b: @escaping @Sendable () throws -> B
 ) -> Promise<(A, B)> {
   when(
-    Promise.start.then(on: queue) { _ in try a() }, Promise.start.then(on: queue) { _ in try b() })
+    Promise(.block(on: queue, name: "firstly") { _ in try a() }),
+    Promise(.block(on: queue, name: "firstly") { _ in try b() }))
 }

@@ -1,7 +1,7 @@
 import Dispatch
 
 // What the article's facade lacked to be practical: recovering from a failure, and wrapping
-// a callback API without first writing an `AsyncFunc`. Still nothing but `AsyncFunc`.
+// a callback API without first writing an `AsyncFunc`. Still nothing but the public API.
 
 extension Promise {
   /// Wraps a callback API: `body` starts the work and calls `complete` exactly once.
@@ -49,9 +49,44 @@ extension Promise {
           guard case .failure(let error) = result, !(error is CancellationError) else {
             return complete(result)
           }
-          (queue ?? defaultBlockQueue).async {
+          (queue ?? blockQueue).async {
             complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(error) })
           }
+        }
+      })
+  }
+
+  /// Turns a failure of the chain so far into the promise `body` returns, which then runs as
+  /// part of the same run: ``recover(on:_:)`` for a block that returns a promise.
+  ///
+  /// A success passes through and `body` does not run; cancellation is never recovered. The
+  /// name is `Result.flatMapError`'s, which likewise turns a failure into a new result that
+  /// may succeed. It is a base name of its own, not a second `recover`, for the same reason
+  /// `flatMap` is not a second `then`: a method with one overload keeps a chain's type-check
+  /// time linear in its length (<doc:Performance>).
+  ///
+  /// ```swift
+  /// let primary = firstly { () throws -> String in throw URLError(.timedOut) }
+  /// let page = primary.flatMapError { _ in firstly { "mirror copy" } }
+  /// print(try await page.value)
+  /// // prints mirror copy
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - queue: Where `body` runs; a global queue when `nil`.
+  ///   - body: Maps the error to the promise to run instead; a throw is the new failure.
+  /// - Returns: A new chain that wraps this one.
+  public func flatMapError(
+    on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (any Error) throws -> Promise
+  ) -> Promise {
+    let fallback = AsyncFunc<any Error, Value>.flatBlock(on: queue, name: "flatMapError", body)
+    return Promise(
+      AsyncFunc(wrapping: chain, call: "flatMapError { … }") { _, token, complete in
+        chain.run((), token: token) { result in
+          guard case .failure(let error) = result, !(error is CancellationError) else {
+            return complete(result)
+          }
+          fallback.run(error, token: token, completion: complete)
         }
       })
   }

@@ -104,60 +104,10 @@ private func deepParallel(asynchronous: Bool, depth: Int = 100_000) -> AsyncFunc
 }
 
 @Suite struct PromiseChainStackSafetyTests {
-  /// A promise of `links` links, each a `then` on a promise the reduction still holds: a chain
-  /// of one-link nodes, the deepest shape a promise chain takes.
+  /// A promise of `links` links, each a `then` on the promise before it: a left-nested chain
+  /// of `+>`, one callback stage per link.
   private static func chain(_ links: Int) -> Promise<Int> {
     (0..<links).reduce(firstly { 0 }) { promise, _ in promise.then { $0 &+ 1 } }
-  }
-
-  @Test func thens_written_in_one_expression_share_one_chain_object() {
-    // Each `then` consumes the promise it extends: a temporary that nothing else holds, so the
-    // link goes into the chain's buffer rather than into an object of its own.
-    let promise = Promise(AsyncFunc<Void, Int>.sync(name: "head") { 0 })
-      .then { $0 + 1 }.then { $0 * 2 }.then { $0 - 3 }
-    guard case .then(let chain) = promise.chain.program else {
-      Issue.record("the chain does not end in a `then` node")
-      return
-    }
-    #expect(chain.isChain)
-    #expect(chain.hopCount == 3)
-    guard case .direct = chain.previous else {
-      Issue.record("the chain does not follow the head")
-      return
-    }
-    #expect(String(describing: promise.chain) == "head +> then +> then +> then")
-  }
-
-  @Test func a_then_on_a_promise_held_elsewhere_starts_a_chain_of_its_own() {
-    // `base` is still held here, so `then` may not grow it: the new link is a chain that
-    // follows it, and `base` keeps its one link.
-    let base = firstly { 0 }.then { $0 + 1 }
-    let longer = base.then { $0 * 2 }
-    guard case .then(let shorter) = base.chain.program,
-      case .then(let chain) = longer.chain.program
-    else {
-      Issue.record("a promise does not end in a `then` node")
-      return
-    }
-    #expect(shorter.hopCount == 1)
-    #expect(chain.hopCount == 1)
-    guard case .then(let followed) = chain.previous else {
-      Issue.record("the new link does not follow the promise it extends")
-      return
-    }
-    #expect(followed === shorter)
-    #expect(String(describing: base.chain) == "firstly +> then")
-    #expect(String(describing: longer.chain) == "firstly +> then +> then")
-  }
-
-  @Test func a_block_held_elsewhere_is_not_taken_over_by_the_link() async throws {
-    // The same block in two chains: each `+>` must leave it as it is.
-    let block = AsyncFunc<Int, Int>.block(on: nil) { $0 * 10 }
-    let first = AsyncFunc<Int, Int>.sync { $0 + 1 } +> block
-    let second = AsyncFunc<Int, Int>.sync { $0 + 2 } +> block
-    #expect(try await first(1) == 20)
-    #expect(try await second(1) == 30)
-    #expect(try await block(1) == 10)
   }
 
   @Test func releasing_a_promise_leaves_the_links_it_shares_with_another_intact() async throws {
@@ -174,8 +124,9 @@ private func deepParallel(asynchronous: Bool, depth: Int = 100_000) -> AsyncFunc
   }
 
   @Test func a_chain_of_then_runs_between_other_stages_is_released_on_a_small_stack() async {
-    // Runs of `then` links, each run following a `flatMap` stage: a link's release loop stops
-    // at the `+>` below it, whose own release then takes the next run apart.
+    // Runs of `then` links, each run following a `flatMap` stage: every kind of link the
+    // facade makes, in one chain deep enough to overflow a small stack if released by
+    // recursion.
     await #expect(processExitsWith: .success) {
       blockOnSmallStack {
         var promise: Promise<Int>? = (0..<100_000).reduce(firstly { 0 }) { promise, index in

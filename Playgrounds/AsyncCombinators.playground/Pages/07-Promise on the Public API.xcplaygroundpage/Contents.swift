@@ -1,9 +1,11 @@
 /*:
- # Promise in 100 lines
+ # Promise on the public API
 
  `Sources/AsyncCombinators/Facade/Promise.swift` rebuilds the article's PromiseKit-style interface —
- `firstly`, `then`, `when`, `always`, `error` — on nothing but `AsyncFunc`, `+>` and `<>`.
- No locks, no busy-waits: every line is one of the two operators applied to the right stage.
+ `firstly`, `then`, `when`, `always`, `error` — in about 110 lines of code, using nothing but
+ the library's public API: `AsyncFunc`, `+>` and `<>`. CI builds the facade as a module of its
+ own to prove it. No locks, no busy-waits: each method is one of the operators applied to the
+ right stage.
  */
 import AsyncCombinators
 import Foundation
@@ -46,8 +48,8 @@ example("when, then, then, always") {
 
  `Promise<Value>` holds one `AsyncFunc<Void, Value>` named `chain`. It is a value: each
  method returns a new promise, and building one runs nothing. `then` is `chain +> block`,
- where `block` hops to a queue and runs your closure. `firstly` is a `then` on the empty
- chain. Nothing has printed yet below: the chain starts at `value` (or `error`), and runs
+ where `block` is a callback stage that hops to a queue and runs your closure. `firstly` is
+ such a stage with nothing before it. Nothing has printed yet below: the chain starts at `value` (or `error`), and runs
  again at each start.
  */
 example("cold: nothing runs until you ask") {
@@ -115,6 +117,21 @@ example("recover and Promise { complete in }") {
     DispatchQueue.global().async { complete(.failure(Overheated())) }
   }
   print(try await legacy.recover { _ in 0 }.then { $0 + 1 }.value)
+}
+
+/*:
+ ## Everyday verbs
+
+ `timeout`, `retry`, `delay`, `race` and `tap` are `AsyncFunc`'s operators applied to the
+ chain so far, with the same parameters. `Promise(value:)` and `Promise(error:)` complete at
+ once, and `flatMapError` recovers with a promise, as `flatMap` goes on with one.
+ */
+example("timeout, retry, delay, race, tap, flatMapError") {
+  let flaky = Promise<Int>(error: Overheated()).retry(2, delay: .milliseconds(10))
+  let backup = Promise(value: 7).delay(.milliseconds(50))
+  let fastest = race([flaky, backup]).timeout(.seconds(1)).tap { print("race:", $0) }
+  print(try await fastest.value)
+  print(try await flaky.flatMapError { _ in Promise(value: 0) }.value)
 }
 
 /*:
