@@ -27,7 +27,7 @@ extension Program {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
       stage.body(input, token, StageReport(sink: sink, branch: branch, counted: counted))
-    case .direct, .serial, .sequence, .hop, .then:
+    case .direct, .serial, .sequence:
       start(input, token: token, report: StageReport(sink: sink, branch: branch, counted: nil))
     }
   }
@@ -59,7 +59,7 @@ extension Program {
       }
       event?.end(.succeeded)
       report.succeed(value)
-    case .serial, .sequence, .hop, .then:
+    case .serial, .sequence:
       Run(token: token, ownsCancellation: false) { result in report.complete(result) }
         .start(self, input)
     }

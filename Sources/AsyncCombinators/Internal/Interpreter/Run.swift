@@ -10,10 +10,7 @@ import Synchronization
 /// Only the thread holding the baton touches `baton` and `slot`. The baton passes from the
 /// driving thread to a completing thread through the `phase` compare-exchange (acquire and
 /// release); a completion on the driving thread itself, recognised by `drivingThread`, needs no
-/// handoff at all. At a hop, the baton travels with the work handed to the performer: the
-/// hopping thread parks the run before it hands it over and touches it no more, and the
-/// performer's submission (Dispatch's, for a queue) orders those writes before the resuming
-/// thread's reads. That is what makes the `@unchecked Sendable` below safe.
+/// handoff at all. That is what makes the `@unchecked Sendable` below safe.
 @usableFromInline
 final class Run: StageSink, @unchecked Sendable {
   private enum Frame {
@@ -58,10 +55,6 @@ final class Run: StageSink, @unchecked Sendable {
     var failure: (any Error)?
     /// Set by a completion that ran on the driving thread inside the stage body.
     var completedInline = Phase.running
-    /// The hop the run is parked at; its value waits in `slot`.
-    var hop: HopNode?
-    /// Which of the node's hops it is: a `BlockChain` makes one a link.
-    var hopIndex = 0
   }
 
   /// What remains to run after the current stage: the sequence being walked (kept out of the
@@ -129,9 +122,6 @@ final class Run: StageSink, @unchecked Sendable {
   }
 
   deinit {
-    // Parked at a hop whose block never ran (its performer dropped it): the value is still
-    // in the slot.
-    if baton.pointee.hop != nil { slot.deinitialize(count: 1) }
     baton.deinitialize(count: 1)
     baton.deallocate()
     slot.deallocate()
@@ -164,26 +154,11 @@ final class Run: StageSink, @unchecked Sendable {
         position.push(.program(pair.second))
         node = pair.first
         continue
-      case .then(let link):
-        position.push(.program(.hop(link)))
-        node = link.previous
-        continue
       case .sequence(let programs):
         if let head = position.enter(programs) {
           node = head
           continue
         }
-      case .hop(let hop):
-        if token.isCancelled { return finish(.failure(CancellationError())) }
-        // Parked before the block is handed over, so the resuming thread finds the position,
-        // the hop and the value whenever it runs; this thread touches the run no more. The
-        // block captures only the run, which costs no allocation of its own.
-        swap(&baton.pointee.parked, &position)
-        baton.pointee.hop = hop
-        baton.pointee.hopIndex = 0
-        slot.initialize(to: value)
-        hop.hop(0, resuming: self)
-        return
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
         var event: StageEvent?
@@ -260,48 +235,6 @@ final class Run: StageSink, @unchecked Sendable {
     }
     swap(&baton.pointee.parked, &position)
     return outcome
-  }
-
-  /// Goes on after a hop, on the performer's thread: the hop's block, then the rest. A run
-  /// cancelled while it waited for the performer skips the block.
-  ///
-  /// A chain's next link hops again from here, with the position left parked: a promise's
-  /// `then`s cost the loop nothing between them.
-  ///
-  /// Only a hop node's performer calls it, once for each hop the node was handed.
-  func resumeAfterHop() {
-    // Read, not taken: a chain's next link parks at the same node.
-    let hop = baton.pointee.hop.unsafelyUnwrapped
-    let index = baton.pointee.hopIndex
-    var value = slot.move()
-    if token.isCancelled { return finishParked(.failure(CancellationError())) }
-    var event: StageEvent?
-    if let observer = token.observer { event = StageEvent.begin(hop.shape, observer) }
-    do {
-      value = try hop.run(value, at: index)
-      event?.end(.succeeded)
-    } catch {
-      event?.end(StageOutcome(error))
-      return finishParked(.failure(error))
-    }
-    if index + 1 < hop.hopCount {
-      if token.isCancelled { return finishParked(.failure(CancellationError())) }
-      baton.pointee.hopIndex = index + 1
-      slot.initialize(to: value)
-      return hop.hop(index + 1, resuming: self)
-    }
-    baton.pointee.hop = nil
-    var position = Position()
-    swap(&baton.pointee.parked, &position)
-    guard let next = position.next() else { return finish(.success(value)) }
-    drive(next, value, from: consume position)
-  }
-
-  /// Finishes a run still parked at a hop, letting go of the hop and of what it would have run.
-  private func finishParked(_ result: AnyResult) {
-    baton.pointee.hop = nil
-    baton.pointee.parked = Position()
-    finish(result)
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.

@@ -86,12 +86,6 @@ extension Program {
         pending.append(pair.first)
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
-      case .then(let link):
-        // A chain describes each of its links, as the blocks it stands for would.
-        pending.append(contentsOf: repeatElement(.hop(link), count: link.hopCount))
-        pending.append(link.previous)
-      case .hop:
-        parts.append(next)  // Hidden unless it is a promise block.
       case .callback, .direct, .modifier:
         parts.append(next)
       }
