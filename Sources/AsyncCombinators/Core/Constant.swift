@@ -25,12 +25,12 @@ extension AsyncFunc {
   /// a test, or as the branch of a choice in ``flatMap(_:)`` that has nothing to run.
   ///
   /// ```swift
-  /// struct NotFound: Error {}
-  /// let missing = AsyncFunc<Int, String>.fail(NotFound())
+  /// struct UnknownID: Error {}
+  /// let missing = AsyncFunc<Int, String>.fail(UnknownID())
   /// print(missing)
   /// missing.run(7) { print($0) }
-  /// // prints fail(NotFound())
-  /// // prints failure(App.NotFound())
+  /// // prints fail(UnknownID())
+  /// // prints failure(App.UnknownID())
   /// ```
   ///
   /// - Parameter error: The failure of every run.
