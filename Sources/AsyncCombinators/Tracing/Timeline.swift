@@ -57,8 +57,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
         && (endedAt.map { other.startedAt < $0 } ?? true)
     }
 
-    // The names before times became `Duration`s and the Booleans assertions; they go in the
-    // next release. The times they give count from the run's start, not from boot.
+    // Deprecated names, kept for one release. The times they give, in nanoseconds, count
+    // from the run's start.
 
     /// Whether the stage completed with an error other than cancellation.
     @available(*, deprecated, renamed: "isFailed")
