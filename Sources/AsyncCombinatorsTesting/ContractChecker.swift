@@ -118,7 +118,8 @@ public struct ContractChecker: Sendable {
   /// How long to wait, after the last run started, for every stage to end and every object
   /// of the runs to be released.
   public var settleTimeout: Duration
-  /// The seed of the random moments; `nil` draws one (or takes `AC_SEED`) and prints it.
+  /// The seed of the random moments; `nil` takes the seed every property of the process
+  /// shares (``propertySeedVariable``, printed once per process).
   public var seed: UInt64?
 
   /// A checker with these settings.
@@ -146,7 +147,7 @@ public struct ContractChecker: Sendable {
     input: @escaping @Sendable (_ run: Int) -> Input
   ) async -> ContractReport {
     let name = name ?? function.description
-    let seed = self.seed ?? propertySeed("contract of \(name)")
+    let seed = self.seed ?? propertySeed()
     var random = SplitMix64(seed: seed)
     let plans = (0..<runs).map { _ in CancellationPlan.random(using: &random) }
     let recorder = FaultRecorder.shared

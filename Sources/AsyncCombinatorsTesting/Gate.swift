@@ -11,7 +11,7 @@ import Synchronization
 /// ``blockingWait()`` is for code on a ``BlockingLane`` only, never for Dispatch or the
 /// cooperative pool.
 ///
-/// ```swift
+/// ```
 /// let started = Gate()
 /// let work = AsyncFunc<Int, Int>(name: "work") { x, complete in
 ///   started.open()
@@ -22,7 +22,7 @@ import Synchronization
 /// print(started.isOpen)
 /// // prints true
 /// ```
-public final class Gate: Sendable {
+package final class Gate: Sendable {
   private struct State {
     var isOpen = false
     var waiters: [CheckedContinuation<Void, Never>] = []
@@ -32,13 +32,13 @@ public final class Gate: Sendable {
   private let state = Locked(State())
 
   /// Creates a closed gate.
-  public init() {}
+  package init() {}
 
   /// Whether ``open()`` has been called.
-  public var isOpen: Bool { state.withLock { $0.isOpen } }
+  package var isOpen: Bool { state.withLock { $0.isOpen } }
 
   /// Opens the gate for good: every waiter goes on, and later waits return at once.
-  public func open() {
+  package func open() {
     let (waiters, blocked, callbacks) = state.withLock { state in
       state.isOpen = true
       defer {
@@ -56,7 +56,7 @@ public final class Gate: Sendable {
   /// Runs `body` once the gate is open: at once if it already is, else on the opening thread.
   ///
   /// - Parameter body: What to run.
-  public func whenOpen(_ body: @escaping @Sendable () -> Void) {
+  package func whenOpen(_ body: @escaping @Sendable () -> Void) {
     let runNow = state.withLock { state in
       if state.isOpen { return true }
       state.callbacks.append(body)
@@ -66,7 +66,7 @@ public final class Gate: Sendable {
   }
 
   /// Suspends until the gate is open.
-  public func wait() async {
+  package func wait() async {
     await withCheckedContinuation { continuation in
       let resumeNow = state.withLock { state in
         if state.isOpen { return true }
@@ -78,7 +78,7 @@ public final class Gate: Sendable {
   }
 
   /// Blocks the calling thread until the gate is open: only on a ``BlockingLane``.
-  public func blockingWait() {
+  package func blockingWait() {
     let semaphore = DispatchSemaphore(value: 0)
     let waitNow = state.withLock { state in
       if state.isOpen { return false }
@@ -91,7 +91,7 @@ public final class Gate: Sendable {
 
 /// Counts down to zero, then opens its gate: "all *n* things happened".
 ///
-/// ```swift
+/// ```
 /// let finished = Countdown(2)
 /// finished.tick()
 /// finished.tick()
@@ -99,47 +99,47 @@ public final class Gate: Sendable {
 /// print(finished.gate.isOpen)
 /// // prints true
 /// ```
-public final class Countdown: Sendable {
+package final class Countdown: Sendable {
   private let remaining: Atomic<Int>
   /// Opens when the count reaches zero.
-  public let gate = Gate()
+  package let gate = Gate()
 
   /// Creates a countdown from `count`; zero or less is open at once.
-  public init(_ count: Int) {
+  package init(_ count: Int) {
     remaining = Atomic(count)
     if count <= 0 { gate.open() }
   }
 
   /// Counts one thing done, from any thread.
-  public func tick() {
+  package func tick() {
     if remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 { gate.open() }
   }
 
   /// Suspends until the count has reached zero.
-  public func wait() async { await gate.wait() }
+  package func wait() async { await gate.wait() }
 }
 
 /// A thread-safe list of events, for asserting what happened and in which order.
 ///
-/// ```swift
+/// ```
 /// let events = Recorder<String>()
 /// events.record("start")
 /// events.record("end")
 /// print(events.all)
 /// // prints ["start", "end"]
 /// ```
-public final class Recorder<Event: Sendable>: Sendable {
+package final class Recorder<Event: Sendable>: Sendable {
   private let events = Locked<[Event]>([])
 
   /// Creates an empty recorder.
-  public init() {}
+  package init() {}
 
   /// Appends `event`, from any thread.
-  public func record(_ event: Event) { events.withLock { $0.append(event) } }
+  package func record(_ event: Event) { events.withLock { $0.append(event) } }
   /// Everything recorded so far, in the order it was recorded.
-  public var all: [Event] { events.withLock { $0 } }
+  package var all: [Event] { events.withLock { $0 } }
   /// How many events were recorded.
-  public var count: Int { events.withLock { $0.count } }
+  package var count: Int { events.withLock { $0.count } }
 }
 
 /// Runs `function` and awaits its completion without the library's own `async` bridge.
@@ -147,7 +147,7 @@ public final class Recorder<Event: Sendable>: Sendable {
 /// The completion resumes a continuation, whatever thread it arrives on, so a test of the
 /// bridge can compare against it.
 ///
-/// ```swift
+/// ```
 /// let double = AsyncFunc<Int, Int>.sync { $0 * 2 }
 /// print(await runToCompletion(double, 21))
 /// // prints success(42)
@@ -157,7 +157,7 @@ public final class Recorder<Event: Sendable>: Sendable {
 ///   - function: What to run.
 ///   - input: Its input.
 /// - Returns: The result its completion was called with.
-public func runToCompletion<Input: Sendable, Output: Sendable>(
+package func runToCompletion<Input: Sendable, Output: Sendable>(
   _ function: AsyncFunc<Input, Output>, _ input: Input
 ) async -> Result<Output, any Error> {
   await withCheckedContinuation { continuation in
@@ -173,7 +173,7 @@ public func runToCompletion<Input: Sendable, Output: Sendable>(
 ///
 /// - Parameter label: Ends the queue's label, for debuggers.
 /// - Returns: A new concurrent queue.
-public func testQueue(_ label: String = "test") -> DispatchQueue {
+package func testQueue(_ label: String = "test") -> DispatchQueue {
   DispatchQueue(label: "AsyncCombinatorsTesting.\(label)", attributes: .concurrent)
 }
 
@@ -183,7 +183,7 @@ public func testQueue(_ label: String = "test") -> DispatchQueue {
 /// may be only as wide as the cores, and a blocked worker can starve the very task that
 /// would unblock it. Each block gets a new thread, so blocks on one lane may overlap.
 ///
-/// ```swift
+/// ```
 /// let gate = Gate()
 /// let through = Gate()
 /// BlockingLane(name: "worker").async {
@@ -195,15 +195,15 @@ public func testQueue(_ label: String = "test") -> DispatchQueue {
 /// print(through.isOpen)
 /// // prints true
 /// ```
-public struct BlockingLane: Sendable {
+package struct BlockingLane: Sendable {
   /// Ends the name of each thread, for debuggers.
-  public let name: String
+  package let name: String
 
   /// A lane whose threads are named after `name`.
-  public init(name: String) { self.name = name }
+  package init(name: String) { self.name = name }
 
   /// Runs `block` on a new thread.
-  public func async(_ block: @escaping @Sendable () -> Void) {
+  package func async(_ block: @escaping @Sendable () -> Void) {
     let thread = Thread(block: block)
     thread.name = "AsyncCombinatorsTesting.lane.\(name)"
     thread.start()
@@ -214,7 +214,7 @@ public struct BlockingLane: Sendable {
 ///
 /// - Parameter name: Ends the name of each thread.
 /// - Returns: The lane.
-public func blockingLane(_ name: String) -> BlockingLane { BlockingLane(name: name) }
+package func blockingLane(_ name: String) -> BlockingLane { BlockingLane(name: name) }
 
 /// Suspends until `queue` has run a block: a real suspension with a real thread hop.
 ///
@@ -222,7 +222,7 @@ public func blockingLane(_ name: String) -> BlockingLane { BlockingLane(name: na
 /// length.
 ///
 /// - Parameter queue: The queue to hop through.
-public func hop(_ queue: DispatchQueue) async {
+package func hop(_ queue: DispatchQueue) async {
   await withCheckedContinuation { continuation in queue.async { continuation.resume() } }
 }
 
@@ -232,7 +232,7 @@ public func hop(_ queue: DispatchQueue) async {
 ///   - count: How many hops; zero calls `then` at once, on the calling thread.
 ///   - queue: The queue to hop through.
 ///   - then: What to call after the last hop.
-public func bounce(_ count: Int, on queue: DispatchQueue, then: @escaping @Sendable () -> Void) {
+package func bounce(_ count: Int, on queue: DispatchQueue, then: @escaping @Sendable () -> Void) {
   guard count > 0 else { return then() }
   queue.async { bounce(count - 1, on: queue, then: then) }
 }

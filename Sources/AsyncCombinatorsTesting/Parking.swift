@@ -9,7 +9,7 @@ import Synchronization
 ///
 /// Holding it also keeps it from being released uncalled, which the library would report.
 ///
-/// ```swift
+/// ```
 /// let parked = ParkedCompletion<Int>()
 /// let stage = AsyncFunc<Int, Int>(name: "stage") { _, complete in parked.park(complete) }
 /// stage.run(1) { print($0) }
@@ -17,25 +17,25 @@ import Synchronization
 /// parked.complete(.success(2))
 /// // prints success(2)
 /// ```
-public final class ParkedCompletion<Output: Sendable>: Sendable {
+package final class ParkedCompletion<Output: Sendable>: Sendable {
   /// The completion a stage parks.
-  public typealias Completion = @Sendable (Result<Output, any Error>) -> Void
+  package typealias Completion = @Sendable (Result<Output, any Error>) -> Void
 
   private let slot = Locked<Completion?>(nil)
   /// Opens when a completion has been parked: the stage has started.
-  public let arrived = Gate()
+  package let arrived = Gate()
 
   /// Creates an empty slot.
-  public init() {}
+  package init() {}
 
   /// Keeps `completion` for the test, and opens ``arrived``.
-  public func park(_ completion: @escaping Completion) {
+  package func park(_ completion: @escaping Completion) {
     slot.withLock { $0 = completion }
     arrived.open()
   }
 
   /// Calls the parked completion (again, if called before); nothing if none is parked.
-  public func complete(_ result: Result<Output, any Error>) {
+  package func complete(_ result: Result<Output, any Error>) {
     let completion = slot.withLock { $0 }
     completion?(result)
   }
@@ -45,7 +45,7 @@ public final class ParkedCompletion<Output: Sendable>: Sendable {
 ///
 /// - Parameter result: A run's result.
 /// - Returns: `true` for `.failure(CancellationError())`.
-public func isCancellation<Output>(_ result: Result<Output, any Error>) -> Bool {
+package func isCancellation<Output>(_ result: Result<Output, any Error>) -> Bool {
   guard case .failure(let error) = result else { return false }
   return error is CancellationError
 }
@@ -55,25 +55,25 @@ public func isCancellation<Output>(_ result: Result<Output, any Error>) -> Bool 
 /// Prefer it to a `Mutex`-guarded array under heavy contention: on Linux a contended `Mutex`
 /// hands over through the kernel, which Thread Sanitizer does not see as synchronization.
 ///
-/// ```swift
+/// ```
 /// let calls = Tally()
 /// calls.add()
 /// print(calls.value)
 /// // prints 1
 /// ```
-public final class Tally: Sendable {
+package final class Tally: Sendable {
   private let count = Atomic<Int>(0)
   /// A tally at zero.
-  public init() {}
+  package init() {}
   /// Adds one.
-  public func add() { count.add(1, ordering: .relaxed) }
+  package func add() { count.add(1, ordering: .relaxed) }
   /// The count so far.
-  public var value: Int { count.load(ordering: .relaxed) }
+  package var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// Completions a test double parks, to be called when the test decides.
 ///
-/// ```swift
+/// ```
 /// let parked = ParkedCompletions<Int>()
 /// let stage = AsyncFunc<Int, Int>(name: "stage") { _, complete in parked.park(complete) }
 /// stage.run(1) { print("first", $0) }
@@ -84,9 +84,9 @@ public final class Tally: Sendable {
 /// // prints second success(20)
 /// // prints first success(10)
 /// ```
-public final class ParkedCompletions<Value: Sendable>: Sendable {
+package final class ParkedCompletions<Value: Sendable>: Sendable {
   /// The completion a stage parks.
-  public typealias Completion = @Sendable (Result<Value, any Error>) -> Void
+  package typealias Completion = @Sendable (Result<Value, any Error>) -> Void
 
   private struct State {
     var parked: [Completion] = []
@@ -95,10 +95,10 @@ public final class ParkedCompletions<Value: Sendable>: Sendable {
   private let state = Locked(State())
 
   /// Creates an empty list.
-  public init() {}
+  package init() {}
 
   /// Keeps `completion`, after those parked before it.
-  public func park(_ completion: @escaping Completion) {
+  package func park(_ completion: @escaping Completion) {
     let ready = state.withLock { state in
       state.parked.append(completion)
       let count = state.parked.count
@@ -109,7 +109,7 @@ public final class ParkedCompletions<Value: Sendable>: Sendable {
   }
 
   /// Suspends until `count` completions have been parked.
-  public func arrivals(_ count: Int) async {
+  package func arrivals(_ count: Int) async {
     await withCheckedContinuation { continuation in
       let now = state.withLock { state in
         if state.parked.count >= count { return true }
@@ -121,7 +121,7 @@ public final class ParkedCompletions<Value: Sendable>: Sendable {
   }
 
   /// Calls the `index`th parked completion (from 0, in arrival order) with `result`.
-  public func release(_ index: Int, _ result: Result<Value, any Error>) {
+  package func release(_ index: Int, _ result: Result<Value, any Error>) {
     let completion = state.withLock { $0.parked[index] }
     completion(result)
   }
@@ -130,7 +130,7 @@ public final class ParkedCompletions<Value: Sendable>: Sendable {
 /// A function whose runs park until the test releases them, so a test decides exactly when
 /// each run ends (and can await "*n* runs have started").
 ///
-/// ```swift
+/// ```
 /// let parking = Parking<Int, Int>()
 /// parking.function.run(1) { print($0) }
 /// await parking.waitForStarts(1)
@@ -138,15 +138,15 @@ public final class ParkedCompletions<Value: Sendable>: Sendable {
 /// run.complete(.success(run.input + 1))
 /// // prints success(2)
 /// ```
-public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
+package final class Parking<Input: Sendable, Output: Sendable>: Sendable {
   /// One run that has started and waits for the test.
-  public struct Parked: Sendable {
+  package struct Parked: Sendable {
     /// The run's input.
-    public let input: Input
+    package let input: Input
     /// The run's cancellation token: check `isCancelled` to see a cancellation arrive.
-    public let token: CancellationToken
+    package let token: CancellationToken
     /// The run's completion, to call when the test decides.
-    public let complete: @Sendable (Result<Output, any Error>) -> Void
+    package let complete: @Sendable (Result<Output, any Error>) -> Void
   }
 
   private struct State {
@@ -158,10 +158,10 @@ public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
   private let state = Locked(State())
 
   /// Creates a parking with no runs.
-  public init() {}
+  package init() {}
 
   /// The function, named `parked`, whose every run parks here.
-  public var function: AsyncFunc<Input, Output> {
+  package var function: AsyncFunc<Input, Output> {
     AsyncFunc(name: "parked") { input, token, complete in
       let ready = self.state.withLock { state in
         state.parked.append(Parked(input: input, token: token, complete: complete))
@@ -176,10 +176,10 @@ public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
   }
 
   /// How many runs have started so far.
-  public var started: Int { state.withLock { $0.started } }
+  package var started: Int { state.withLock { $0.started } }
 
   /// Suspends until at least `count` runs have started.
-  public func waitForStarts(_ count: Int) async {
+  package func waitForStarts(_ count: Int) async {
     await withCheckedContinuation { continuation in
       let now = state.withLock { state in
         if state.started >= count { return true }
@@ -193,7 +193,7 @@ public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
   /// Takes the parked runs out, oldest first, for the test to complete.
   ///
   /// - Returns: The runs parked since the last call.
-  public func takeAll() -> [Parked] {
+  package func takeAll() -> [Parked] {
     state.withLock { state in
       defer { state.parked = [] }
       return state.parked
@@ -203,7 +203,7 @@ public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
 
 /// Counts runs in flight and remembers the most at once: for checking concurrency limits.
 ///
-/// ```swift
+/// ```
 /// let inFlight = InFlight()
 /// inFlight.enter()
 /// inFlight.enter()
@@ -211,14 +211,14 @@ public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
 /// print(inFlight.now, inFlight.peak)
 /// // prints 1 2
 /// ```
-public final class InFlight: Sendable {
+package final class InFlight: Sendable {
   private let state = Locked((now: 0, peak: 0))
 
   /// Nothing in flight.
-  public init() {}
+  package init() {}
 
   /// One more in flight.
-  public func enter() {
+  package func enter() {
     state.withLock {
       $0.now += 1
       $0.peak = Swift.max($0.peak, $0.now)
@@ -226,30 +226,30 @@ public final class InFlight: Sendable {
   }
 
   /// One fewer in flight.
-  public func leave() { state.withLock { $0.now -= 1 } }
+  package func leave() { state.withLock { $0.now -= 1 } }
 
   /// The most that were in flight at once.
-  public var peak: Int { state.withLock { $0.peak } }
+  package var peak: Int { state.withLock { $0.peak } }
   /// How many are in flight now.
-  public var now: Int { state.withLock { $0.now } }
+  package var now: Int { state.withLock { $0.now } }
 }
 
 /// An error that says which test double threw it.
 ///
-/// ```swift
+/// ```
 /// print(TestError(3) == TestError(3))
 /// // prints true
 /// ```
-public struct TestError: Error, Equatable {
+package struct TestError: Error, Equatable {
   /// Which double, or which attempt, failed.
-  public let id: Int
+  package let id: Int
   /// The error numbered `id`.
-  public init(_ id: Int = 0) { self.id = id }
+  package init(_ id: Int = 0) { self.id = id }
 }
 
 extension Result {
   /// The error of a failure, or `nil` for a success: for `#expect(result.failure is ...)`.
-  public var failure: Failure? {
+  package var failure: Failure? {
     if case .failure(let error) = self { return error }
     return nil
   }

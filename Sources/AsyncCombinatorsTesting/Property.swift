@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// SplitMix64: a small, fast, seedable random number generator, so a property run can be
 /// replayed exactly.
@@ -26,27 +27,43 @@ public struct SplitMix64: RandomNumberGenerator, Sendable {
 }
 
 /// The environment variable that replays a property run: `AC_SEED=1234 swift test`.
+///
+/// Every property of a test process starts from one seed: this variable's value when it is
+/// set, otherwise one drawn when the first property starts. The seed is printed once per
+/// process, and again with any property that fails, so a failure can always be replayed.
 public let propertySeedVariable = "AC_SEED"
 
-/// The seed of a property run: ``propertySeedVariable`` in the environment replays one,
-/// otherwise a fresh seed is drawn. It is printed either way, so a failure names the seed.
+/// The process's seed: ``propertySeedVariable`` when set, otherwise drawn once. A global's
+/// initializer runs once, under the runtime's own lock.
+private let processSeed: UInt64 =
+  ProcessInfo.processInfo.environment[propertySeedVariable].flatMap { UInt64($0) }
+  ?? UInt64.random(in: 1...UInt64.max)
+
+/// Whether the seed line has been printed in this process.
+private let seedAnnounced = Atomic<Bool>(false)
+
+/// The seed of a property run: the same for every property of the process (see
+/// ``propertySeedVariable``). The first call prints it; later ones print nothing, so a green
+/// run names its seed once rather than once per property.
 ///
-/// - Parameter property: The property's name, for the printed line.
 /// - Returns: The seed to start the generator with.
-public func propertySeed(_ property: String) -> UInt64 {
-  let seed =
-    ProcessInfo.processInfo.environment[propertySeedVariable].flatMap { UInt64($0) }
-    ?? UInt64.random(in: 1...UInt64.max)
-  print("property \(property): seed \(seed) (replay with \(propertySeedVariable)=\(seed))")
-  return seed
+package func propertySeed() -> UInt64 {
+  if !seedAnnounced.exchange(true, ordering: .relaxed) {
+    print(
+      "property checks: seed \(processSeed) (replay with \(propertySeedVariable)=\(processSeed))"
+    )
+  }
+  return processSeed
 }
 
 /// Checks `property` on `count` cases drawn from one seeded generator.
 ///
-/// The seed is printed first (see ``propertySeed(_:)``). `check` draws its case from the
+/// Every property of a test process draws from one seed (see ``propertySeedVariable``),
+/// printed once per process, not once per property. `check` draws its case from the
 /// generator, prints the case when it fails (a counterexample is only useful if you see it),
-/// and returns whether the property held. On the first failing case `forAll` throws a
-/// ``PropertyFailure`` naming the property, the case number and the seed to replay.
+/// and returns whether the property held. On the first failing case `forAll` prints the
+/// property, the case number and the seed to replay, and throws them as a
+/// ``PropertyFailure``.
 ///
 /// ```swift
 /// try await forAll("reversing twice is identity", count: 50) { random, _ in
@@ -55,8 +72,8 @@ public func propertySeed(_ property: String) -> UInt64 {
 ///   }
 ///   return Array(xs.reversed().reversed()) == xs
 /// }
-/// // The first line printed names the seed, such as
-/// // "property reversing twice is identity: seed 42 (replay with AC_SEED=42)".
+/// // The first property of a process prints its seed once, such as
+/// // "property checks: seed 42 (replay with AC_SEED=42)"; a failing one prints it again.
 /// ```
 ///
 /// - Parameters:
@@ -68,16 +85,30 @@ public func forAll(
   _ property: String, count: Int = 100,
   _ check: (inout SplitMix64, Int) async throws -> Bool
 ) async throws {
-  let seed = propertySeed(property)
+  let seed = propertySeed()
   var generator = SplitMix64(seed: seed)
   for index in 0..<count {
     guard try await check(&generator, index) else {
-      throw PropertyFailure(property: property, seed: seed, caseIndex: index)
+      let failure = PropertyFailure(property: property, seed: seed, caseIndex: index)
+      print(failure)
+      throw failure
     }
   }
 }
 
 /// A property that did not hold: which one, on which case, and how to replay it.
+///
+/// ```swift
+/// do {
+///   try await forAll("every number is small", count: 10) { random, _ in
+///     Int.random(in: 0..<100, using: &random) < 0
+///   }
+/// } catch let failure as PropertyFailure {
+///   print(failure.property, failure.caseIndex)
+/// }
+/// // prints …
+/// // prints every number is small 0
+/// ```
 public struct PropertyFailure: Error, CustomStringConvertible {
   /// The property's name.
   public let property: String

@@ -82,13 +82,17 @@ public enum StageDelivery: CaseIterable, Sendable {
 public final class PipelineLab: Sendable {
   /// Where `.queuedCallback` stages complete.
   public let queue = testQueue("laws")
-  /// Which stages started, by id, in order; kept only when asked for.
-  public let started: Recorder<Int>?
+  /// Which stages started, by id, in order; kept only when asked for (by this package's own
+  /// tests).
+  package let started: Recorder<Int>?
   /// Queued completions not yet returned from.
   let inFlight = Atomic<Int>(0)
 
+  /// A lab for any number of pipelines.
+  public convenience init() { self.init(recordsStarts: false) }
+
   /// A lab; `recordsStarts` keeps ``started`` (for labs that run one pipeline at a time).
-  public init(recordsStarts: Bool = false) {
+  package init(recordsStarts: Bool) {
     started = recordsStarts ? Recorder() : nil
   }
 

@@ -147,7 +147,7 @@ public enum Expectation: Sendable {
     /// Checks that each span ended before the next one started.
     func inSteps(_ found: [Timeline.Span]) -> String? {
       for (before, after) in zip(found, found.dropFirst()) {
-        guard let end = before.end, end <= after.start else {
+        guard let end = before.endedAt, end <= after.startedAt else {
           return "\(after.name) started before \(before.name) ended"
         }
       }
@@ -175,10 +175,10 @@ public enum Expectation: Sendable {
       return log == lines ? nil : "printed \(log), not \(lines)"
     case .failed(let name):
       guard let found = span(name) else { return "\(self): stage missing" }
-      return found.failed ? nil : "\(name) did not fail"
+      return found.isFailed ? nil : "\(name) did not fail"
     case .cancelled(let name):
       guard let found = span(name) else { return "\(self): stage missing" }
-      return found.cancelled ? nil : "\(name) was not cancelled"
+      return found.isCancelled ? nil : "\(name) was not cancelled"
     case .neverStarted(let name):
       return span(name) == nil ? nil : "\(name) started"
     }

@@ -115,10 +115,10 @@ import TourScenarios
   // MARK: Expectations
 
   /// A run of `name` from `start` to `end`, in milliseconds.
-  static func span(_ name: String, _ start: UInt64, _ end: UInt64) -> Timeline.Span {
+  static func span(_ name: String, _ start: Int, _ end: Int) -> Timeline.Span {
     Timeline.Span(
-      name: name, start: start * 1_000_000, end: end * 1_000_000, outcome: .succeeded,
-      startedOn: "test", endedOn: "test")
+      name: name, startedAt: .milliseconds(start), endedAt: .milliseconds(end),
+      outcome: .succeeded, startedOn: "test", endedOn: "test")
   }
 
   static func unmet(

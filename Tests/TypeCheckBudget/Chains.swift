@@ -181,3 +181,44 @@ func aCallbackHeadAndWhenOfFour() -> Promise<Int> {
     .then { x in "\(x)" }
     .then { s in s.count }
 }
+
+// A head of closures with literals, then links that convert (`Int(c)`): in one expression the
+// solver tries every literal type of the head with every conversion of the links, and gives
+// up ("unable to type-check this expression in reasonable time"). Troubleshooting shows the
+// spellings below; each must stay under budget.
+
+func aConvertingChainWithItsHeadBound() -> CancellationToken {
+  let head = when(firstly { 1 }, firstly { "two" }, firstly { 3.0 })
+  return
+    head
+    .then { a, b, c in a + b.count + Int(c) }
+    .then { $0 * 2 }
+    .then { x in x + 1 }
+    .then { "\($0)" }
+    .then { s in s.count }
+    .then { $0 - 1 }
+    .then { x in x * 3 }
+    .then { $0 + 2 }
+    .then { $0 + 1 }
+    .error { _ in }
+}
+
+func aConvertingChainWithItsFirstLinkAnnotated() -> CancellationToken {
+  when(firstly { 1 }, firstly { "two" }, firstly { 3.0 })
+    .then { (a: Int, b: String, c: Double) in a + b.count + Int(c) }
+    .then { $0 * 2 }
+    .then { x in x + 1 }
+    .error { _ in }
+}
+
+func aBoundHeadThenConversionsWithAnnotatedParameters() -> Promise<Int> {
+  let head = when(firstly { 1 }, firstly { "two" }, firstly { 3.0 })
+  return
+    head
+    .then { a, b, c in a + b.count + Int(c) }
+    .then { $0 * 2 }
+    .then { x in x + 1 }
+    .then { (x: Int) in Double(x) }
+    .then { (d: Double) in Int(d * 2) }
+    .then { $0 + 1 }
+}

@@ -50,3 +50,17 @@ func eightInlineLiftsWithStatements() -> AsyncFunc<Int, Int> {
     +> .sync { $0 + 7 }
   return p
 }
+
+struct Outage: Error {}
+
+func flatMapMapErrorAndConstantsInAPipeline() -> AsyncFunc<String, String> {
+  let parse = AsyncFunc<String, Int>.sync(name: "parse") { Int($0) ?? 0 }
+  let small = AsyncFunc<Int, String>.sync(name: "small") { "small \($0)" }
+  let large = AsyncFunc<Int, String>.sync(name: "large") { "large \($0)" }
+  let pipeline =
+    parse.flatMap { $0 < 10 ? small : large }.mapError { _ in Outage() }
+    +> .sync { $0.uppercased() } <> .just("!") +> .sync { $0 + $1 }
+    +> AsyncFunc<String, Int>.sync(name: "count") { $0.count }
+    .flatMap { n in n > 3 ? .just("long") : .fail(Outage()) }.retry(2)
+  return pipeline
+}

@@ -57,6 +57,33 @@ public struct StageRecord: Sendable, Hashable {
   public let id: UInt64
   /// The stage's `name:`, or `File.swift:line` where it was made.
   public let name: String
+
+  /// A record of one start, for a unit test of an observer of your own: call its methods with
+  /// records as a run would.
+  ///
+  /// ```swift
+  /// final class FailureLog: RunObserver {
+  ///   let failed = Mutex<[String]>([])
+  ///   func stageStarted(_ stage: StageRecord) {}
+  ///   func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
+  ///     if outcome == .failed { failed.withLock { $0.append(stage.name) } }
+  ///   }
+  /// }
+  /// let log = FailureLog()
+  /// let load = StageRecord(id: 1, name: "load")
+  /// log.stageStarted(load)
+  /// log.stageEnded(load, outcome: .failed)
+  /// print(log.failed.withLock { $0 })
+  /// // prints ["load"]
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - id: Tells this start from every other; a run gives each start a new one.
+  ///   - name: The stage's name.
+  public init(id: UInt64, name: String) {
+    self.id = id
+    self.name = name
+  }
 }
 
 /// Pairs a stage's start with its end for an observer.

@@ -1,6 +1,3 @@
-import Dispatch
-import Synchronization
-
 /// A record of what ran when: each stage's start, end and the queue or thread it ran on.
 ///
 /// Pass a timeline as the observer of a run, or use ``AsyncFunc/traced(_:)``, then render it:
@@ -26,39 +23,85 @@ import Synchronization
 /// ```
 public final class Timeline: RunObserver, CustomStringConvertible {
   /// One start of one stage and, once it has finished, its end.
+  ///
+  /// Times are `Duration`s from the run's start (the first stage's start), read from the
+  /// timeline's clock: under a `TestClock` they are exact.
   public struct Span: Sendable, Hashable {
     /// The stage's `name:`, or `File.swift:line` where it was made.
     public let name: String
-    /// When the stage started, in monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`).
-    public let start: UInt64
-    /// When the stage completed, in monotonic nanoseconds; `nil` while it is running.
-    public var end: UInt64?
+    /// When the stage started, from the run's start.
+    public let startedAt: Duration
+    /// When the stage completed, from the run's start; `nil` while it is running.
+    public var endedAt: Duration?
     /// How the stage ended; `nil` while it is running.
     public var outcome: StageOutcome?
-    /// Whether the stage completed with an error other than cancellation.
-    public var failed: Bool { outcome == .failed }
-    /// Whether the stage completed with `CancellationError`.
-    public var cancelled: Bool { outcome == .cancelled }
-    /// When a stage that its run had cancelled called back anyway, in monotonic nanoseconds:
-    /// the call the library ignored. `nil` if it never did (or was not cancelled).
-    public var ignoredCallback: UInt64?
+    /// When a stage that its run had cancelled called back anyway, from the run's start: the
+    /// call the library ignored. `nil` if it never did (or was not cancelled).
+    public var ignoredCallbackAt: Duration?
     /// The dispatch queue label, or `thread 0x…`, where the stage started.
     public let startedOn: String
     /// Where the stage completed; `nil` while it is running.
     public var endedOn: String?
 
-    /// The stage's duration in nanoseconds; `nil` while it is running.
-    public var duration: UInt64? { end.map { $0 - start } }
+    /// Whether the stage completed with an error other than cancellation.
+    public var isFailed: Bool { outcome == .failed }
+    /// Whether the stage completed with `CancellationError`, or its run cancelled it.
+    public var isCancelled: Bool { outcome == .cancelled }
+    /// How long the stage ran; `nil` while it is running.
+    public var elapsed: Duration? { endedAt.map { $0 - startedAt } }
 
     /// Whether the two spans ran at the same time for a while: each started before the
     /// other ended. A span that is still running has no end yet.
     public func overlaps(_ other: Span) -> Bool {
-      start < (other.end ?? .max) && other.start < (end ?? .max)
+      (other.endedAt.map { startedAt < $0 } ?? true)
+        && (endedAt.map { other.startedAt < $0 } ?? true)
+    }
+
+    // Deprecated names, kept for one release. The times they give, in nanoseconds, count
+    // from the run's start.
+
+    /// Whether the stage completed with an error other than cancellation.
+    @available(*, deprecated, renamed: "isFailed")
+    public var failed: Bool { isFailed }
+    /// Whether the stage completed with `CancellationError`.
+    @available(*, deprecated, renamed: "isCancelled")
+    public var cancelled: Bool { isCancelled }
+    /// When the stage started, in nanoseconds from the run's start.
+    @available(*, deprecated, renamed: "startedAt", message: "a Duration from the run's start")
+    public var start: UInt64 { Scale.nanoseconds(startedAt) }
+    /// When the stage completed, in nanoseconds from the run's start; `nil` while it runs.
+    @available(*, deprecated, renamed: "endedAt", message: "a Duration from the run's start")
+    public var end: UInt64? { endedAt.map(Scale.nanoseconds) }
+    /// When a cancelled stage called back anyway, in nanoseconds from the run's start.
+    @available(
+      *, deprecated, renamed: "ignoredCallbackAt", message: "a Duration from the run's start"
+    )
+    public var ignoredCallback: UInt64? { ignoredCallbackAt.map(Scale.nanoseconds) }
+    /// The stage's duration in nanoseconds; `nil` while it is running.
+    @available(*, deprecated, renamed: "elapsed", message: "a Duration")
+    public var duration: UInt64? { elapsed.map(Scale.nanoseconds) }
+
+    init(name: String, startedAt: Duration, startedOn: String) {
+      self.name = name
+      self.startedAt = startedAt
+      self.startedOn = startedOn
+    }
+
+    init(
+      name: String, startedAt: Duration, endedAt: Duration?, outcome: StageOutcome?,
+      startedOn: String, endedOn: String?
+    ) {
+      self.init(name: name, startedAt: startedAt, startedOn: startedOn)
+      self.endedAt = endedAt
+      self.outcome = outcome
+      self.endedOn = endedOn
     }
   }
 
   private struct State {
     var spans: [Span] = []
+    /// The clock's reading at the first stage's start: the run's start, time zero.
+    var origin: Duration?
     /// Where each running stage's span sits in `spans`, by ``StageRecord/id``.
     var running: [UInt64: Int] = [:]
     /// Where each stage cancelled by its run sits, until it calls back (if it ever does).
@@ -66,12 +109,36 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   }
 
   private let state = Locked(State())
+  /// The time since the timeline was made, on its clock.
+  private let sinceCreation: @Sendable () -> Duration
 
-  /// Creates an empty timeline.
-  public init() {}
+  /// Creates an empty timeline that reads `clock`.
+  ///
+  /// The default, `ContinuousClock`, measures real time. Pass the `TestClock` a test drives
+  /// and the chart is exact and the same on every run:
+  ///
+  /// ```swift
+  /// let clock = TestClock()
+  /// let timeline = Timeline(clock: clock)
+  /// let wait = AsyncFunc<Int, Int>(name: "wait") { x, complete in
+  ///   _ = clock.scheduleTimer(at: clock.now + .milliseconds(30)) { complete(.success(x)) }
+  /// }
+  /// (wait +> wait).run(1, observer: timeline) { print($0) }
+  /// clock.advance(by: .seconds(1))
+  /// print(timeline.spans.map(\.startedAt), timeline.spans.map(\.elapsed))
+  /// // prints success(1)
+  /// // prints [0.0 seconds, 0.03 seconds] [Optional(0.03 seconds), Optional(0.03 seconds)]
+  /// ```
+  ///
+  /// - Parameter clock: The clock every start and end is read from.
+  public init<C: Clock>(clock: C = ContinuousClock()) where C.Duration == Duration {
+    let created = clock.now
+    sinceCreation = { created.duration(to: clock.now) }
+  }
 
   /// A timeline of spans recorded elsewhere, to render them.
   init(spans: [Span]) {
+    sinceCreation = { .zero }
     state.withLock { $0.spans = spans }
   }
 
@@ -83,19 +150,21 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     let executor = CurrentExecutor.name
     state.withLock { state in
       // The clock is read under the lock, so the spans stay in order of their starts.
-      let now = DispatchTime.now().uptimeNanoseconds
+      let now = sinceCreation()
+      let origin = state.origin ?? now
+      state.origin = origin
       state.running[stage.id] = state.spans.count
-      state.spans.append(Span(name: stage.name, start: now, startedOn: executor))
+      state.spans.append(Span(name: stage.name, startedAt: now - origin, startedOn: executor))
     }
   }
 
   /// Records a stage's end. Called by the run, on the thread that completes the stage.
   public func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-    let now = DispatchTime.now().uptimeNanoseconds
+    let now = sinceCreation()
     let executor = CurrentExecutor.name
     state.withLock { state in
       guard let index = state.running.removeValue(forKey: stage.id) else { return }
-      state.spans[index].end = now
+      state.spans[index].endedAt = now - (state.origin ?? now)
       state.spans[index].outcome = outcome
       state.spans[index].endedOn = executor
       if outcome == .cancelled { state.cancelled[stage.id] = index }
@@ -104,10 +173,10 @@ public final class Timeline: RunObserver, CustomStringConvertible {
 
   /// Records that a stage its run had cancelled called back anyway, and was ignored.
   public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome _: StageOutcome) {
-    let now = DispatchTime.now().uptimeNanoseconds
+    let now = sinceCreation()
     state.withLock { state in
       guard let index = state.cancelled.removeValue(forKey: stage.id) else { return }
-      state.spans[index].ignoredCallback = now
+      state.spans[index].ignoredCallbackAt = now - (state.origin ?? now)
     }
   }
 
@@ -145,8 +214,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     let axis = "0 ms".padding(to: max(width - end.count, 5)) + end
     var lines = [String(repeating: " ", count: nameWidth + 2) + axis]
     for span in spans {
-      let from = min(scale.column(span.start, width), width - 1)
-      let to = min(max(scale.column(span.end ?? scale.last, width), from + 1), width)
+      let from = min(scale.column(span.startedAt, width), width - 1)
+      let to = min(max(scale.column(span.endedAt ?? scale.last, width), from + 1), width)
       let fill: Character =
         switch span.outcome {
         case nil: "░"
@@ -157,10 +226,10 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       var bar = Array(
         String(repeating: " ", count: from) + String(repeating: fill, count: to - from)
           + String(repeating: " ", count: width - to))
-      if let ignored = span.ignoredCallback {
+      if let ignored = span.ignoredCallbackAt {
         bar[min(max(scale.column(ignored, width), to), width - 1)] = "×"
       }
-      let duration = span.duration.map { Scale.milliseconds($0) + " ms" } ?? "running"
+      let duration = span.elapsed.map { Scale.milliseconds($0) + " ms" } ?? "running"
       var place = span.startedOn
       if let endedOn = span.endedOn, endedOn != span.startedOn { place += " → " + endedOn }
       lines.append(
@@ -194,10 +263,12 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     if let title { lines.append("  title " + Timeline.mermaidSafe(title)) }
     lines += ["  dateFormat x", "  axisFormat %L ms"]
     for span in spans {
-      let start = (span.start - scale.first) / 1_000_000
-      let end = max((span.end ?? scale.last) - scale.first, 1_000_000) / 1_000_000
+      let start = Scale.wholeMilliseconds(span.startedAt - scale.first)
+      let end = Scale.wholeMilliseconds(
+        max((span.endedAt ?? scale.last) - scale.first, .milliseconds(1)))
       let tag =
-        span.end == nil ? "active, " : span.failed ? "crit, " : span.cancelled ? "done, " : ""
+        span.endedAt == nil
+        ? "active, " : span.isFailed ? "crit, " : span.isCancelled ? "done, " : ""
       lines.append("  \(Timeline.mermaidSafe(span.name)) : \(tag)\(start), \(max(end, start + 1))")
     }
     return lines.joined(separator: "\n")
@@ -225,12 +296,12 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     ]
     for (row, span) in spans.enumerated() {
       let y = row * rowHeight + 4
-      let x = labelWidth + scale.column(span.start, width)
-      let right = labelWidth + scale.column(span.end ?? scale.last, width)
+      let x = labelWidth + scale.column(span.startedAt, width)
+      let right = labelWidth + scale.column(span.endedAt ?? scale.last, width)
       let color =
-        span.end == nil
-        ? "#9e9e9e" : span.failed ? "#d32f2f" : span.cancelled ? "#f9a825" : "#1976d2"
-      let duration = span.duration.map { Scale.milliseconds($0) + " ms" } ?? "running"
+        span.endedAt == nil
+        ? "#9e9e9e" : span.isFailed ? "#d32f2f" : span.isCancelled ? "#f9a825" : "#1976d2"
+      let duration = span.elapsed.map { Scale.milliseconds($0) + " ms" } ?? "running"
       svg.append(
         #"  <text x="4" y="\#(y + 13)">\#(Timeline.xmlEscaped(span.name))</text>"#)
       svg.append(
@@ -253,25 +324,38 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   }
 }
 
-/// Maps monotonic times onto columns, from the first start to the last event.
+/// Maps times from the run's start onto columns, from the first start to the last event.
 private struct Scale {
-  let first: UInt64
-  let last: UInt64
-  var total: UInt64 { last - first }
+  let first: Duration
+  let last: Duration
+  var total: Duration { last - first }
 
   init(_ spans: [Timeline.Span]) {
-    first = spans.map(\.start).min() ?? 0
-    last = spans.map { max($0.end ?? $0.start, $0.ignoredCallback ?? 0) }.max() ?? first
+    first = spans.map(\.startedAt).min() ?? .zero
+    last =
+      spans.map { max($0.endedAt ?? $0.startedAt, $0.ignoredCallbackAt ?? .zero) }.max()
+      ?? first
   }
 
   /// Rounds down, so a stage that starts when another ends never starts left of its end.
-  func column(_ time: UInt64, _ width: Int) -> Int {
+  func column(_ time: Duration, _ width: Int) -> Int {
+    let total = Scale.nanoseconds(self.total)
     guard total > 0 else { return 0 }
-    return Int((time - first) * UInt64(width) / total)
+    return Int(Scale.nanoseconds(time - first) * UInt64(width) / total)
   }
 
-  static func milliseconds(_ nanoseconds: UInt64) -> String {
-    let tenths = (nanoseconds + 50_000) / 100_000
+  /// Whole nanoseconds of a duration that is not negative.
+  static func nanoseconds(_ duration: Duration) -> UInt64 {
+    let (seconds, attoseconds) = duration.components
+    return UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000)
+  }
+
+  static func wholeMilliseconds(_ duration: Duration) -> UInt64 {
+    nanoseconds(duration) / 1_000_000
+  }
+
+  static func milliseconds(_ duration: Duration) -> String {
+    let tenths = (nanoseconds(duration) + 50_000) / 100_000
     return "\(tenths / 10).\(tenths % 10)"
   }
 }

@@ -384,9 +384,9 @@ private struct Failure: Error, Equatable {
     #expect(try result.get() == 20)
     let spans = timeline.spans
     #expect(spans.map(\.name) == ["head", "then", "then"])
-    #expect(spans.allSatisfy { $0.end != nil && !$0.failed })
+    #expect(spans.allSatisfy { $0.endedAt != nil && !$0.isFailed })
     for (before, after) in zip(spans, spans.dropFirst()) {
-      #expect(try #require(before.end) <= after.start)
+      #expect(try #require(before.endedAt) <= after.startedAt)
     }
   }
 

@@ -152,7 +152,7 @@ import Testing
     #expect(try result.get() == 3)
     let spans = timeline.spans
     #expect(spans.map(\.name) == ["upload", "progress"])
-    #expect(try #require(spans[0].end) <= spans[1].start)
+    #expect(try #require(spans[0].endedAt) <= spans[1].startedAt)
   }
 
   @Test func under_a_limit_the_cleanup_ends_before_the_next_run_starts() async throws {

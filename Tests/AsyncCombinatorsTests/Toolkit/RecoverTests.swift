@@ -122,7 +122,7 @@ import Testing
     let (result, timeline) = await fetch.recover { _ in 7 }.traced(1)
     #expect(try result.get() == 7)
     #expect(timeline.spans.map(\.name) == ["fetch"])
-    #expect(timeline.spans.map(\.failed) == [true])
+    #expect(timeline.spans.map(\.isFailed) == [true])
   }
 
   @Test func a_completion_released_uncalled_is_recovered_as_a_failure() async throws {
