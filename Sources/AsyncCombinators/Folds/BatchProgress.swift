@@ -1,11 +1,11 @@
 /// How far a batch fold or a concurrent-map stream has got: what a progress closure receives
 /// each time an element finishes.
 ///
-/// ``AsyncFunc/concurrentMap(limit:acceptableFailure:progress:)``,
-/// ``AsyncFunc/concurrentFilter(limit:progress:)``,
-/// ``AsyncFunc/concurrentForEach(limit:acceptableFailure:progress:)``,
-/// ``AsyncFunc/concurrentMapResults(limit:acceptableFailure:progress:)`` and
-/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:)`` call their
+/// ``AsyncFunc/concurrentMap(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentFilter(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentForEach(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentMapResults(limit:acceptableFailure:progress:file:line:)`` and
+/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:file:line:)`` call their
 /// `progress` closure once per finished element. The calls never overlap, `completed` goes up by
 /// one each time, and the last call returns before the fold's result is delivered (or before
 /// the stream ends).

@@ -48,8 +48,11 @@ extension AsyncFunc {
   ///   - ordered: `true` to yield outputs in the order of their inputs, `false` to yield them
   ///     as they finish.
   ///   - acceptableFailure: How many elements may fail before the stream does.
-  ///   - progress: Called after each element finishes, never two calls at once, with `total`
-  ///     `nil`; the last call returns before the stream ends.
+  ///   - progress: Called as elements finish, as the array folds call it (on a lane of its own,
+  ///     never two calls at once, reports that pile up coalesced), with `total` `nil`; the last
+  ///     call returns before the stream ends. `nil` (the default) for no reports.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: The outputs, as a sequence that can throw.
   /// - Complexity: O(1) memory in the length of `source` (O(`limit`) in all), and per element
   ///   one interpreter run, a few lock round trips and at most one suspension of the
@@ -57,10 +60,12 @@ extension AsyncFunc {
   public func concurrentMap<Source: AsyncSequence & Sendable>(
     over source: Source, limit: Int, ordered: Bool = true,
     acceptableFailure: FailureTolerance = .zero,
-    progress: (@Sendable (BatchProgress) -> Void)? = nil
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> ConcurrentMapSequence<Source, Output> where Source.Element == Input {
     precondition(
-      limit >= 1, "concurrentMap(over:limit: \(limit)): the limit must be at least 1")
+      limit >= 1, "concurrentMap(over:limit: \(limit)): the limit must be at least 1", file: file,
+      line: line)
     return ConcurrentMapSequence(
       base: source, program: program, limit: limit, ordered: ordered,
       tolerance: acceptableFailure, progress: progress)
@@ -68,7 +73,7 @@ extension AsyncFunc {
 }
 
 /// The outputs of
-/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:)``: a function
+/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:file:line:)``: a function
 /// run over an asynchronous sequence, a bounded number of elements at a time.
 ///
 /// Each iteration (each `makeAsyncIterator()`) iterates the source afresh and runs its own

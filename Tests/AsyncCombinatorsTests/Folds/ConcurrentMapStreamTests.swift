@@ -530,6 +530,20 @@ import Testing
     #expect(zip(all, all.dropFirst()).allSatisfy { $0.failed <= $1.failed })
   }
 
+  // MARK: Preconditions
+
+  @Test func a_limit_below_one_is_a_precondition_failure_naming_the_callers_line() async throws {
+    // Inside an exit test, the caller's line is the line of the macro around it.
+    let line = #line + 1
+    let exit = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.identity.concurrentMap(over: ControlledSource(count: 1), limit: 0)
+      })
+    let message = String(decoding: exit.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("concurrentMap(over:limit: 0): the limit must be at least 1"))
+    #expect(message.contains("ConcurrentMapStreamTests.swift:\(line)"))
+  }
+
   // MARK: Isolation
 
   /// The numbers `0..<count`, recording the actor each pull was made in (`nil` for none).
