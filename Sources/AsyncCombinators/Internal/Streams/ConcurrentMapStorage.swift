@@ -144,11 +144,12 @@ final class ConcurrentMapStorage: StageSink {
       elements.cancel()
     }
     effects.wakesConsumer?.resume()
-    if effects.drainsReports { drainReports() }
+    if effects.drainsReports { ProgressQueue.startDraining { self.drainReports() } }
     if effects.startsPending { startPending() }
   }
 
-  /// Delivers the queued reports one at a time, then whatever waited for the last of them.
+  /// On the reports' lane: delivers the queued reports one at a time, then wakes a consumer
+  /// whose end waited for the last of them.
   private func drainReports() {
     guard let progress else { return }
     while true {
