@@ -168,14 +168,20 @@ extension AsyncFunc {
   /// conformance has to be added to a type you do not own.
   ///
   /// ```swift
-  /// let timer = AsyncFunc<Int, String>.withCancel(name: "timer") { seconds, complete in
-  ///   let work = DispatchWorkItem { complete(.success("rang after \(seconds) s")) }
-  ///   DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds), execute: work)
-  ///   return work.cancel
+  /// let nap = AsyncFunc<Int, String>.withCancel(name: "nap") { seconds, complete in
+  ///   let sleeper = Task {
+  ///     try? await Task.sleep(for: .seconds(seconds))
+  ///     complete(.success("slept \(seconds) s"))  // after a cancel: dropped
+  ///   }
+  ///   return {
+  ///     print("waking the sleeper")
+  ///     sleeper.cancel()
+  ///   }
   /// }
-  /// let token = timer.run(60) { print($0) }
+  /// let token = nap.run(60) { print($0) }
   /// token.cancel()
-  /// // prints failure(Swift.CancellationError())
+  /// // prints waking the sleeper   (in any order)
+  /// // prints failure(Swift.CancellationError())   (in any order)
   /// ```
   ///
   /// - Parameters:
