@@ -58,7 +58,7 @@ import Testing
     let outcomes = try await square.concurrentMapResults(limit: 2) { reports.record($0.completed) }(
       [1, 2])
     #expect(outcomes.map { try? $0.get() } == [1, 4])
-    #expect(reports.all == [1, 2])
+    #expect(reports.all.last == 2)  // Reports may be coalesced; the last always comes.
     #expect(try await square.concurrentMapResults()([]).isEmpty)
   }
 
