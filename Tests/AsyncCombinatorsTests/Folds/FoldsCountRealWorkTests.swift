@@ -32,7 +32,7 @@ import Testing
   /// park and ignore cancellation, timed out after 50 ms on `clock`: each returns the task
   /// that runs it to its end, once everything it needs to start a third element is in place.
   enum Form: String, CaseIterable, CustomTestStringConvertible {
-    case array, orderedStream
+    case array, orderedStream, unorderedStream
 
     var testDescription: String { rawValue }
 
@@ -58,6 +58,17 @@ import Testing
         // source was asked for a fourth.
         await source.ended.wait()
         return run
+      case .unorderedStream:
+        // Nothing waits for a slot here: the consumer pulls the third input once one is free.
+        let stream = element.concurrentMap(
+          over: ThreeThenEnd(), limit: 2, ordered: false, acceptableFailure: .unlimited)
+        let run = Task {
+          var outputs = 0
+          for try await _ in stream { outputs += 1 }
+          return outputs
+        }
+        await parking.waitForStarts(2)
+        return run
       }
     }
   }
@@ -72,6 +83,7 @@ import Testing
     #expect(zombies.allSatisfy { $0.token.isCancelled })
     #expect(parking.started == 2)  // ...but their bodies, ignoring cancellation, keep the slots.
     zombies[0].complete(.success(0))  // Ignored: the element has its result. Its slot is free.
+    await parking.waitForStarts(3)  // At once for the array and the window; after a pull else.
     #expect(parking.started == 3)
     let third = parking.takeAll()
     zombies[1].complete(.success(1))
