@@ -6,12 +6,14 @@ extension AsyncFunc {
   /// Nothing happens until the first `next()`. Elements are pulled by the consumer's own task,
   /// inside its `next()` calls (which keep `limit` running before handing out an output), and
   /// started as interpreter runs; no task or thread per element, and the source's iterator
-  /// never leaves the consumer's task. At most `limit` elements run at once. The stream never
-  /// holds more than `limit` elements that the consumer has not taken, plus, when `ordered`, a
-  /// reorder window of `limit` more, which holds outputs that finished while an earlier
-  /// element still runs and elements pulled ahead to start as soon as a slot frees. So at any
-  /// moment it has pulled at most `limit` (unordered) or `2 * limit` (ordered) elements beyond
-  /// those taken or skipped.
+  /// never leaves the consumer's task. At most `limit` elements run at once, counted as the
+  /// array fold counts them: an element's slot is held until its callback bodies have all
+  /// called back, so one that timed out while its body ignores cancellation keeps its slot
+  /// until that body is done. The stream never holds more than `limit` elements that the
+  /// consumer has not taken, plus, when `ordered`, a reorder window of `limit` more, which
+  /// holds outputs that finished while an earlier element still runs and elements pulled ahead
+  /// to start as soon as a slot frees. So at any moment it has pulled at most `limit`
+  /// (unordered) or `2 * limit` (ordered) elements beyond those taken or skipped.
   ///
   /// Failures within `acceptableFailure` are skipped. The first one beyond it ends the stream
   /// with ``FailureRateExceeded`` (indices are positions in `source`), cancels the running
