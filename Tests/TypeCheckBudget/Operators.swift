@@ -64,3 +64,14 @@ func flatMapMapErrorAndConstantsInAPipeline() -> AsyncFunc<String, String> {
     .flatMap { n in n > 3 ? .just("long") : .fail(Outage()) }.retry(2)
   return pipeline
 }
+
+func foldsWithProgressAsTheirLastArgument() -> AsyncFunc<[Int], Void> {
+  let label = AsyncFunc<Int, String>.sync(name: "label") { "n\($0)" }
+  let isShort = AsyncFunc<String, Bool>.sync(name: "isShort") { $0.count < 3 }
+  let parse = AsyncFunc<String, Int?>.sync(name: "parse") { Int($0.dropFirst()) }
+  let send = AsyncFunc<Int, Void>.sync(name: "send") { _ in }
+  return label.timeout(.seconds(1)).retry(2).concurrentMap(limit: 4) { print($0.completed) }
+    +> isShort.concurrentFilter(limit: 2, acceptableFailure: .count(1)) { print($0) }
+    +> parse.concurrentCompactMap(limit: 2, acceptableFailure: .ratio(0.1))
+    +> send.concurrentForEach(limit: 3, progress: { print($0.inFlight) })
+}

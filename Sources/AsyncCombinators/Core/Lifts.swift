@@ -157,6 +157,68 @@ extension AsyncFunc {
   }
 }
 
+extension AsyncFunc {
+  /// Lifts a callback API whose start returns the way to cancel it: the body starts the work
+  /// and returns a closure that cancels it, such as a `URLSessionTask`'s `cancel`.
+  ///
+  /// Cancelling the run calls the returned closure once, unless the work has already called
+  /// back; a callback that arrives after the cancellation is dropped, and the run completes
+  /// with `CancellationError` at once. ``cancellable(name:fileID:line:_:)`` does the same
+  /// with a request that conforms to ``Cancellable``; this takes any closure, so no
+  /// conformance has to be added to a type you do not own.
+  ///
+  /// ```swift
+  /// let nap = AsyncFunc<Int, String>.withCancel(name: "nap") { seconds, complete in
+  ///   let sleeper = Task {
+  ///     try? await Task.sleep(for: .seconds(seconds))
+  ///     complete(.success("slept \(seconds) s"))  // after a cancel: dropped
+  ///   }
+  ///   return {
+  ///     print("waking the sleeper")
+  ///     sleeper.cancel()
+  ///   }
+  /// }
+  /// let token = nap.run(60) { print($0) }
+  /// token.cancel()
+  /// // prints waking the sleeper   (in any order)
+  /// // prints failure(Swift.CancellationError())   (in any order)
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - name: How the function shows in descriptions and traces.
+  ///   - fileID: Where the function was made, shown when it has no name.
+  ///   - line: Where the function was made, shown when it has no name.
+  ///   - body: Starts the work on an input, with the completion to call exactly once, and
+  ///     returns what cancels the work.
+  /// - Returns: The function.
+  @inlinable  // As `async`: the callback adapter is built with its types known.
+  public static func withCancel(
+    name: String? = nil, fileID: String = #fileID, line: Int = #line,
+    _ body: @escaping @Sendable (Input, @escaping Completion) -> @Sendable () -> Void
+  ) -> AsyncFunc {
+    AsyncFunc(label: Label(name: name, fileID: fileID, line: line)) { input, token, complete in
+      let link = CancellationLink()
+      let cancel = body(input) { result in
+        link.finish()
+        complete(result)
+      }
+      link.connect(token, to: CancelClosure(cancel))
+    }
+  }
+}
+
+/// A cancel closure as a ``Cancellable``, for ``AsyncFunc/withCancel(name:fileID:line:_:)``.
+@usableFromInline
+struct CancelClosure: Cancellable {
+  @usableFromInline let action: @Sendable () -> Void
+
+  @inlinable
+  init(_ action: @escaping @Sendable () -> Void) { self.action = action }
+
+  @inlinable
+  func cancel() { action() }
+}
+
 extension AsyncFunc where Output == Void {
   /// Lifts a callback that reports only an error, or `nil` for success.
   @inlinable  // As `async`: the callback adapter is built with its types known.

@@ -1,14 +1,16 @@
 /// How far a batch fold or a concurrent-map stream has got: what a progress closure receives
-/// each time an element finishes.
+/// as elements finish.
 ///
-/// ``AsyncFunc/concurrentMap(limit:acceptableFailure:progress:)``,
-/// ``AsyncFunc/concurrentFilter(limit:progress:)``,
-/// ``AsyncFunc/concurrentForEach(limit:acceptableFailure:progress:)``,
-/// ``AsyncFunc/concurrentMapResults(limit:acceptableFailure:progress:)`` and
-/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:)`` call their
-/// `progress` closure once per finished element. The calls never overlap, `completed` goes up by
-/// one each time, and the last call returns before the fold's result is delivered (or before
-/// the stream ends).
+/// ``AsyncFunc/concurrentMap(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentFilter(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentForEach(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentCompactMap(limit:acceptableFailure:progress:file:line:)``,
+/// ``AsyncFunc/concurrentMapResults(limit:acceptableFailure:progress:file:line:)`` and
+/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:file:line:)`` call
+/// their `progress` closure on a lane of its own, never on the thread that finished an element,
+/// so a slow closure holds up no element. Reports that pile up while it runs are coalesced into
+/// the newest. The calls never overlap, `completed` goes up at each call, and the last call
+/// returns before the fold's result is delivered (or before the stream ends).
 ///
 /// ```swift
 /// let progress = BatchProgress(completed: 3, failed: 1, inFlight: 2, total: 10)
@@ -22,7 +24,10 @@ public struct BatchProgress: Sendable, Hashable, CustomStringConvertible {
   public var completed: Int
   /// The finished elements that failed, tolerated or not.
   public var failed: Int
-  /// The elements running right now.
+  /// The elements in flight as the reported element finished: those started and not yet
+  /// finished, and those the slot just freed starts next. A saturated batch with a limit of 8
+  /// reads 8, not 7, until fewer than 8 are left. In a stream, an element not yet pulled from
+  /// the source is not counted.
   public var inFlight: Int
   /// How many elements there are: the array's count, or `nil` for a stream, whose length is
   /// not known until it ends.
@@ -33,7 +38,7 @@ public struct BatchProgress: Sendable, Hashable, CustomStringConvertible {
   /// - Parameters:
   ///   - completed: Every finished element.
   ///   - failed: The finished elements that failed.
-  ///   - inFlight: The elements running now.
+  ///   - inFlight: The elements running, or starting in the slot just freed.
   ///   - total: The number of elements, `nil` when unknown.
   public init(completed: Int, failed: Int, inFlight: Int, total: Int?) {
     self.completed = completed

@@ -2,7 +2,10 @@ extension AsyncFunc where Output == Bool {
   /// Runs this predicate on every element of an array, at most `limit` at a time, and keeps
   /// the elements it accepts, in input order.
   ///
-  /// The first failure fails the whole and cancels the predicates still running.
+  /// Scheduling, cancellation, tolerance and progress are those of
+  /// ``concurrentMap(limit:acceptableFailure:progress:file:line:)``. An element whose predicate
+  /// failed within `acceptableFailure` is left out, as if rejected; the first failure beyond
+  /// it fails the whole with ``FailureRateExceeded`` and cancels the predicates still running.
   ///
   /// ```swift
   /// let isReachable = AsyncFunc<String, Bool>.async(name: "isReachable") { host in
@@ -15,65 +18,61 @@ extension AsyncFunc where Output == Bool {
   /// // prints ["swift.org", "llvm.org"]
   /// ```
   ///
-  /// - Parameter limit: The most predicates running at once; at least 1.
-  /// - Returns: A function from the array to the accepted elements.
-  /// - Complexity: O(*n*) for *n* elements, as ``concurrentMap(limit:acceptableFailure:)``.
-  public func concurrentFilter(limit: Int = .max) -> AsyncFunc<[Input], [Input]> {
-    filterFold(limit: limit) { concurrentMap(limit: limit) }
-  }
-
-  /// Runs this predicate on every element of an array, at most `limit` at a time, keeps the
-  /// elements it accepts, and reports progress as each predicate finishes.
-  ///
-  /// ``concurrentFilter(limit:)`` with a `progress` closure, called as
-  /// ``concurrentMap(limit:acceptableFailure:progress:)`` calls it.
-  ///
-  /// ```swift
-  /// let isEven = AsyncFunc<Int, Bool>.sync(name: "isEven") { $0 % 2 == 0 }
-  /// let evens = isEven.concurrentFilter(limit: 1) { print($0) }
-  /// print(try await evens([1, 2]))
-  /// // prints 1/2 done (0 failed, 0 in flight)
-  /// // prints 2/2 done (0 failed, 0 in flight)
-  /// // prints [2]
-  /// ```
-  ///
   /// - Parameters:
   ///   - limit: The most predicates running at once; at least 1.
-  ///   - progress: Called after each predicate finishes, never two calls at once.
+  ///   - acceptableFailure: How many predicates may fail before the whole does.
+  ///   - progress: Called as predicates finish, as `concurrentMap` calls it; `nil` for none.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: A function from the array to the accepted elements.
+  /// - Complexity: O(*n*) for *n* elements, as
+  ///   ``concurrentMap(limit:acceptableFailure:progress:file:line:)``.
   public func concurrentFilter(
-    limit: Int = .max, progress: @escaping @Sendable (BatchProgress) -> Void
+    limit: Int = .max, acceptableFailure: FailureTolerance = .zero,
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], [Input]> {
-    filterFold(limit: limit) { concurrentMap(limit: limit, progress: progress) }
-  }
-
-  /// `verdicts` is made after the limit is checked, so that a bad limit is reported as the
-  /// caller wrote it, `concurrentFilter`, not as the `concurrentMap` inside.
-  private func filterFold(
-    limit: Int, verdicts makeVerdicts: () -> AsyncFunc<[Input], [Bool]>
-  ) -> AsyncFunc<[Input], [Input]> {
-    precondition(limit >= 1, "concurrentFilter(limit: \(limit)): the limit must be at least 1")
-    let verdicts = makeVerdicts()
+    checkFoldLimit(limit, of: "concurrentFilter", file: file, line: line)
+    let program = program
+    var arguments: [String] = []
+    if limit != .max { arguments.append("limit: \(limit)") }
+    if acceptableFailure != .zero { arguments.append("acceptableFailure: \(acceptableFailure)") }
     return AsyncFunc<[Input], [Input]>(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(
-        program, limit == .max ? "concurrentFilter()" : "concurrentFilter(limit: \(limit))")
+      label: Label(name: nil, fileID: "\(file)", line: Int(line)),
+      shape: .modified(program, "concurrentFilter(" + arguments.joined(separator: ", ") + ")")
     ) { elements, token, complete in
-      verdicts.run(elements, token: token) { result in
-        complete(result.map { accepted(elements, $0) })
+      let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
+      FanOut.run(
+        program, on: elements, limit: limit, allowedFailures: allowed, token: token,
+        progress: progress
+      ) { outcome in
+        switch outcome {
+        case .finished(let verdicts, _):
+          complete(.success(accepted(elements, verdicts)))
+        case .tooManyFailures(let failures):
+          complete(
+            .failure(
+              FanOut<Input>.rateExceeded(
+                failures, count: elements.count, tolerance: acceptableFailure)))
+        case .cancelled:
+          complete(.failure(CancellationError()))
+        }
       }
     }
   }
 }
 
-/// The elements whose verdict is `true`, in order. A pointer loop, for the reason
-/// `FanOutValues.unboxPresent` gives: `zip(…).filter(…).map(…)` unspecialized costs more than
-/// the fold.
-private func accepted<Element>(_ elements: [Element], _ verdicts: [Bool]) -> [Element] {
+/// The elements whose verdict is `true`, in order; an element whose predicate failed has no
+/// verdict and is left out. A pointer loop, for the reason `FanOutValues.unboxPresent` gives:
+/// `zip(…).filter(…).map(…)` unspecialized costs more than the fold.
+private func accepted<Element>(_ elements: [Element], _ verdicts: FanOutValues) -> [Element] {
   var count = 0
-  for verdict in verdicts where verdict { count += 1 }
+  for index in 0..<verdicts.count where verdicts.value(at: index, as: Bool.self) == true {
+    count += 1
+  }
   return Array(unsafeUninitializedCapacity: count) { buffer, initialized in
-    for (index, verdict) in verdicts.enumerated() where verdict {
+    for index in 0..<verdicts.count
+    where initialized < count && verdicts.value(at: index, as: Bool.self) == true {
       (buffer.baseAddress! + initialized).initialize(to: elements[index])
       initialized += 1
     }

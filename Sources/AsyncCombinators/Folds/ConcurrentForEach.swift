@@ -2,8 +2,8 @@ extension AsyncFunc {
   /// Runs this function on every element of an array for its effect, at most `limit` at a
   /// time, and completes when all are done.
   ///
-  /// ``concurrentMap(limit:acceptableFailure:)`` without the outputs: the same scheduling,
-  /// tolerance and cancellation.
+  /// ``concurrentMap(limit:acceptableFailure:progress:file:line:)`` without the outputs: the
+  /// same scheduling, tolerance, cancellation and progress.
   ///
   /// ```swift
   /// let send = AsyncFunc<String, Void>.async(name: "send") { print("sent \($0)") }
@@ -15,45 +15,29 @@ extension AsyncFunc {
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.
-  /// - Returns: A function that completes once every element has.
-  public func concurrentForEach(
-    limit: Int = .max, acceptableFailure: FailureTolerance = .zero
-  ) -> AsyncFunc<[Input], Void> {
-    checkLimit(limit, of: "concurrentForEach")
-    return concurrentMap(limit: limit, acceptableFailure: acceptableFailure)
-      .map(name: "forEach") { _ in }
-  }
-
-  /// Runs this function on every element of an array for its effect, at most `limit` at a
-  /// time, and reports progress as each element finishes.
-  ///
-  /// ``concurrentForEach(limit:acceptableFailure:)`` with a `progress` closure, called as
-  /// ``concurrentMap(limit:acceptableFailure:progress:)`` calls it: the last call returns
-  /// before the whole completes.
-  ///
-  /// ```swift
-  /// let send = AsyncFunc<String, Void>.sync(name: "send") { _ in }
-  /// try await send.concurrentForEach(limit: 1) { print($0.completed) }(["a", "b"])
-  /// // prints 1
-  /// // prints 2
-  /// ```
-  ///
-  /// - Parameters:
-  ///   - limit: The most elements running at once; at least 1.
-  ///   - acceptableFailure: How many elements may fail before the whole does.
-  ///   - progress: Called after each element finishes, never two calls at once.
+  ///   - progress: Called as elements finish, as `concurrentMap` calls it: the last call
+  ///     returns before the whole completes. `nil` (the default) for no reports.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: A function that completes once every element has.
   public func concurrentForEach(
     limit: Int = .max, acceptableFailure: FailureTolerance = .zero,
-    progress: @escaping @Sendable (BatchProgress) -> Void
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], Void> {
-    checkLimit(limit, of: "concurrentForEach")
-    return concurrentMap(limit: limit, acceptableFailure: acceptableFailure, progress: progress)
-      .map(name: "forEach") { _ in }
+    checkFoldLimit(limit, of: "concurrentForEach", file: file, line: line)
+    return mapFold(
+      limit: limit, acceptableFailure: acceptableFailure, progress: progress,
+      label: Label(name: nil, fileID: "\(file)", line: Int(line))
+    )
+    .map(name: "forEach") { _ in }
   }
 
   /// Runs this function on every element of an array, at most `limit` at a time, and keeps
   /// the non-`nil` outputs in input order.
+  ///
+  /// ``concurrentMap(limit:acceptableFailure:progress:file:line:)`` followed by dropping the
+  /// `nil`s: an element that failed within `acceptableFailure` is left out as a `nil` is.
   ///
   /// ```swift
   /// let parse = AsyncFunc<String, Int?>.sync(name: "parse") { Int($0) }
@@ -64,18 +48,20 @@ extension AsyncFunc {
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.
+  ///   - progress: Called as elements finish, as `concurrentMap` calls it; `nil` for none.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: A function from the array to the non-`nil` outputs.
   public func concurrentCompactMap<Wrapped>(
-    limit: Int = .max, acceptableFailure: FailureTolerance = .zero
+    limit: Int = .max, acceptableFailure: FailureTolerance = .zero,
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], [Wrapped]> where Output == Wrapped? {
-    checkLimit(limit, of: "concurrentCompactMap")
-    return concurrentMap(limit: limit, acceptableFailure: acceptableFailure)
-      .map(name: "compact") { $0.compactMap { $0 } }
+    checkFoldLimit(limit, of: "concurrentCompactMap", file: file, line: line)
+    return mapFold(
+      limit: limit, acceptableFailure: acceptableFailure, progress: progress,
+      label: Label(name: nil, fileID: "\(file)", line: Int(line))
+    )
+    .map(name: "compact") { $0.compactMap { $0 } }
   }
-}
-
-/// Checks a fold's limit before the `concurrentMap` inside it does, so that a bad limit is
-/// reported as the caller wrote it.
-private func checkLimit(_ limit: Int, of fold: String) {
-  precondition(limit >= 1, "\(fold)(limit: \(limit)): the limit must be at least 1")
 }

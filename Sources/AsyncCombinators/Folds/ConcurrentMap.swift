@@ -2,12 +2,24 @@ extension AsyncFunc {
   /// Runs this function on every element of an array, at most `limit` at a time, and returns
   /// the outputs in input order.
   ///
-  /// Elements start in index order as slots free up; no thread waits for a slot. Failures
-  /// within `acceptableFailure` are dropped from the output (which keeps the order of the
-  /// rest); the first failure beyond it fails the whole at once with
-  /// ``FailureRateExceeded``, cancels the elements still running and starts no more.
-  /// Cancelling the run does the same with `CancellationError`, and so does an element
-  /// that fails with `CancellationError` itself: cancellation is never a tolerated failure.
+  /// Elements start in index order as slots free up; no thread waits for a slot. A slot is
+  /// held until the element's callback bodies have all called back, not only until its result
+  /// is in: an element that timed out while its body ignores cancellation keeps its slot, as
+  /// ``limit(_:file:line:)`` counts it. Failures within `acceptableFailure` are dropped from
+  /// the output (which keeps the order of the rest); the first failure beyond it fails the
+  /// whole at once with ``FailureRateExceeded``, cancels the elements still running and
+  /// starts no more. Cancelling the run does the same with `CancellationError`, and so does an
+  /// element that fails with `CancellationError` itself: cancellation is never a tolerated
+  /// failure.
+  ///
+  /// With a `progress` closure, each finished element, failed or not, queues a
+  /// ``BatchProgress`` whose `total` is the array's count. The reports are delivered on a
+  /// serial lane of their own, never on the thread that finished an element, so a slow
+  /// closure delays neither the elements nor the next start: reports that pile up while it
+  /// runs are coalesced into the latest. Calls never overlap, `completed` only goes up, and
+  /// the last call (the one that saw the last element) returns before the result is
+  /// delivered. An element that finishes after the whole has failed or been cancelled is not
+  /// reported.
   ///
   /// ```swift
   /// let square = AsyncFunc<Int, Int>.async(name: "square") { $0 * $0 }
@@ -18,66 +30,53 @@ extension AsyncFunc {
   /// // prints [1, 4, 9, 16]
   /// ```
   ///
-  /// - Parameters:
-  ///   - limit: The most elements running at once; at least 1.
-  ///   - acceptableFailure: How many elements may fail before the whole does.
-  /// - Returns: A function from the array to the outputs of the elements that succeeded.
-  /// - Complexity: O(*n*) time and memory for *n* elements; the stack stays flat however many
-  ///   complete synchronously.
-  public func concurrentMap(
-    limit: Int = .max, acceptableFailure: FailureTolerance = .zero
-  ) -> AsyncFunc<[Input], [Output]> {
-    mapFold(limit: limit, acceptableFailure: acceptableFailure, progress: nil)
-  }
-
-  /// Runs this function on every element of an array, at most `limit` at a time, returns the
-  /// outputs in input order, and reports progress as each element finishes.
-  ///
-  /// ``concurrentMap(limit:acceptableFailure:)`` with a `progress` closure. It is called once
-  /// per finished element, failed or not, with a ``BatchProgress`` whose `total` is the
-  /// array's count. Calls never overlap, `completed` goes up by one each time, and the last
-  /// call returns before the result is delivered. An element that finishes after the whole
-  /// has failed or been cancelled is not reported.
+  /// With progress (reports may be coalesced, but the last one always comes):
   ///
   /// ```swift
   /// let square = AsyncFunc<Int, Int>.sync(name: "square") { $0 * $0 }
   /// let squares = square.concurrentMap(limit: 2) { progress in
-  ///   print(progress.completed, "of", progress.total ?? 0)
+  ///   if progress.completed == progress.total { print(progress) }
   /// }
   /// print(try await squares([1, 2, 3]))
-  /// // prints 1 of 3
-  /// // prints 2 of 3
-  /// // prints 3 of 3
+  /// // prints 3/3 done (0 failed, 0 in flight)
   /// // prints [1, 4, 9]
   /// ```
   ///
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.
-  ///   - progress: Called after each element finishes, never two calls at once, on the thread
-  ///     that delivered a completion. Keep it quick: it holds up the next report.
+  ///   - progress: Called as elements finish, never two calls at once, on a lane of its own;
+  ///     `nil` (the default) for no reports.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: A function from the array to the outputs of the elements that succeeded.
-  /// - Complexity: As ``concurrentMap(limit:acceptableFailure:)``, plus one call per element.
+  /// - Complexity: O(*n*) time and memory for *n* elements; the stack stays flat however many
+  ///   complete synchronously. With `progress`, at most one report value and one closure call
+  ///   per element.
   public func concurrentMap(
     limit: Int = .max, acceptableFailure: FailureTolerance = .zero,
-    progress: @escaping @Sendable (BatchProgress) -> Void
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], [Output]> {
-    mapFold(limit: limit, acceptableFailure: acceptableFailure, progress: progress)
+    checkFoldLimit(limit, of: "concurrentMap", file: file, line: line)
+    return mapFold(
+      limit: limit, acceptableFailure: acceptableFailure, progress: progress,
+      label: Label(name: nil, fileID: "\(file)", line: Int(line)))
   }
 
-  private func mapFold(
+  /// The fold itself, once the caller's limit has been checked: `concurrentFilter` builds on
+  /// it after checking the limit under its own name.
+  func mapFold(
     limit: Int, acceptableFailure: FailureTolerance,
-    progress: (@Sendable (BatchProgress) -> Void)?
+    progress: (@Sendable (BatchProgress) -> Void)?, label: Label
   ) -> AsyncFunc<[Input], [Output]> {
-    precondition(limit >= 1, "concurrentMap(limit: \(limit)): the limit must be at least 1")
     let program = program
     var call = limit == .max ? "concurrentMap(" : "concurrentMap(limit: \(limit)"
     if acceptableFailure != .zero {
       call += (limit == .max ? "" : ", ") + "acceptableFailure: \(acceptableFailure)"
     }
     return AsyncFunc<[Input], [Output]>(
-      label: Label(name: nil, fileID: #fileID, line: #line),
-      shape: .modified(program, call + ")")
+      label: label, shape: .modified(program, call + ")")
     ) { elements, token, complete in
       let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
       FanOut.run(
@@ -98,4 +97,11 @@ extension AsyncFunc {
       }
     }
   }
+}
+
+/// Stops the program when a fold's limit is below 1, naming the fold as the caller wrote it
+/// and the caller's line: a limit of 0 would never finish, and a silent clamp would hide it.
+func checkFoldLimit(_ limit: Int, of fold: String, file: StaticString, line: UInt) {
+  precondition(
+    limit >= 1, "\(fold)(limit: \(limit)): the limit must be at least 1", file: file, line: line)
 }

@@ -2,7 +2,7 @@ extension AsyncFunc {
   /// Runs this function on every element of an array, at most `limit` at a time, and returns
   /// every element's outcome in input order: its output, or the error it failed with.
   ///
-  /// ``concurrentMap(limit:acceptableFailure:)`` keeps only the outputs; this keeps the failures
+  /// ``concurrentMap(limit:acceptableFailure:progress:file:line:)`` keeps only the outputs; this keeps the failures
   /// too, so that within the tolerance you still see which elements failed and why. Beyond the
   /// tolerance the whole still fails with ``FailureRateExceeded``, cancels the elements still
   /// running and starts no more. The default tolerance is ``FailureTolerance/unlimited``: asking
@@ -23,17 +23,19 @@ extension AsyncFunc {
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.
-  ///   - progress: Called after each element finishes, as for
-  ///     ``concurrentMap(limit:acceptableFailure:progress:)``; `nil` for none.
+  ///   - progress: Called as elements finish, as
+  ///     ``concurrentMap(limit:acceptableFailure:progress:file:line:)`` calls it; `nil` for none.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: A function from the array to one `Result` per element, in input order.
   /// - Complexity: O(*n*) time and memory for *n* elements, as
-  ///   ``concurrentMap(limit:acceptableFailure:)``.
+  ///   ``concurrentMap(limit:acceptableFailure:progress:file:line:)``.
   public func concurrentMapResults(
     limit: Int = .max, acceptableFailure: FailureTolerance = .unlimited,
-    progress: (@Sendable (BatchProgress) -> Void)? = nil
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], [Result<Output, any Error>]> {
-    precondition(
-      limit >= 1, "concurrentMapResults(limit: \(limit)): the limit must be at least 1")
+    checkFoldLimit(limit, of: "concurrentMapResults", file: file, line: line)
     let program = program
     var arguments: [String] = []
     if limit != .max { arguments.append("limit: \(limit)") }
@@ -41,7 +43,7 @@ extension AsyncFunc {
       arguments.append("acceptableFailure: \(acceptableFailure)")
     }
     return AsyncFunc<[Input], [Result<Output, any Error>]>(
-      label: Label(name: nil, fileID: #fileID, line: #line),
+      label: Label(name: nil, fileID: "\(file)", line: Int(line)),
       shape: .modified(
         program, "concurrentMapResults(" + arguments.joined(separator: ", ") + ")")
     ) { elements, token, complete in

@@ -6,12 +6,14 @@ extension AsyncFunc {
   /// Nothing happens until the first `next()`. Elements are pulled by the consumer's own task,
   /// inside its `next()` calls (which keep `limit` running before handing out an output), and
   /// started as interpreter runs; no task or thread per element, and the source's iterator
-  /// never leaves the consumer's task. At most `limit` elements run at once. The stream never
-  /// holds more than `limit` elements that the consumer has not taken, plus, when `ordered`, a
-  /// reorder window of `limit` more, which holds outputs that finished while an earlier
-  /// element still runs and elements pulled ahead to start as soon as a slot frees. So at any
-  /// moment it has pulled at most `limit` (unordered) or `2 * limit` (ordered) elements beyond
-  /// those taken or skipped.
+  /// never leaves the consumer's task. At most `limit` elements run at once, counted as the
+  /// array fold counts them: an element's slot is held until its callback bodies have all
+  /// called back, so one that timed out while its body ignores cancellation keeps its slot
+  /// until that body is done. The stream never holds more than `limit` elements that the
+  /// consumer has not taken, plus, when `ordered`, a reorder window of `limit` more, which
+  /// holds outputs that finished while an earlier element still runs and elements pulled ahead
+  /// to start as soon as a slot frees. So at any moment it has pulled at most `limit`
+  /// (unordered) or `2 * limit` (ordered) elements beyond those taken or skipped.
   ///
   /// Failures within `acceptableFailure` are skipped. The first one beyond it ends the stream
   /// with ``FailureRateExceeded`` (indices are positions in `source`), cancels the running
@@ -48,8 +50,11 @@ extension AsyncFunc {
   ///   - ordered: `true` to yield outputs in the order of their inputs, `false` to yield them
   ///     as they finish.
   ///   - acceptableFailure: How many elements may fail before the stream does.
-  ///   - progress: Called after each element finishes, never two calls at once, with `total`
-  ///     `nil`; the last call returns before the stream ends.
+  ///   - progress: Called as elements finish, as the array folds call it (on a lane of its own,
+  ///     never two calls at once, reports that pile up coalesced), with `total` `nil`; the last
+  ///     call returns before the stream ends. `nil` (the default) for no reports.
+  ///   - file: The caller's file, named when `limit` is out of range.
+  ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: The outputs, as a sequence that can throw.
   /// - Complexity: O(1) memory in the length of `source` (O(`limit`) in all), and per element
   ///   one interpreter run, a few lock round trips and at most one suspension of the
@@ -57,10 +62,12 @@ extension AsyncFunc {
   public func concurrentMap<Source: AsyncSequence & Sendable>(
     over source: Source, limit: Int, ordered: Bool = true,
     acceptableFailure: FailureTolerance = .zero,
-    progress: (@Sendable (BatchProgress) -> Void)? = nil
+    progress: (@Sendable (BatchProgress) -> Void)? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> ConcurrentMapSequence<Source, Output> where Source.Element == Input {
     precondition(
-      limit >= 1, "concurrentMap(over:limit: \(limit)): the limit must be at least 1")
+      limit >= 1, "concurrentMap(over:limit: \(limit)): the limit must be at least 1", file: file,
+      line: line)
     return ConcurrentMapSequence(
       base: source, program: program, limit: limit, ordered: ordered,
       tolerance: acceptableFailure, progress: progress)
@@ -68,7 +75,7 @@ extension AsyncFunc {
 }
 
 /// The outputs of
-/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:)``: a function
+/// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:file:line:)``: a function
 /// run over an asynchronous sequence, a bounded number of elements at a time.
 ///
 /// Each iteration (each `makeAsyncIterator()`) iterates the source afresh and runs its own

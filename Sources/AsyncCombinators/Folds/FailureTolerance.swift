@@ -1,4 +1,4 @@
-/// How many elements of a ``AsyncFunc/concurrentMap(limit:acceptableFailure:)`` may fail
+/// How many elements of a ``AsyncFunc/concurrentMap(limit:acceptableFailure:progress:file:line:)`` may fail
 /// before the whole does.
 ///
 /// Failures within the tolerance are dropped from the output; the first one beyond it fails
@@ -26,19 +26,32 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
 
   /// At most `count` elements may fail.
   ///
-  /// - Parameter count: Not negative; `.count(0)` is ``zero``.
-  public static func count(_ count: Int) -> FailureTolerance {
-    precondition(count >= 0, "FailureTolerance.count(\(count)): the count must not be negative")
+  /// - Parameters:
+  ///   - count: Not negative; `.count(0)` is ``zero``.
+  ///   - file: The caller's file, named when `count` is negative.
+  ///   - line: The caller's line, named when `count` is negative.
+  public static func count(
+    _ count: Int, file: StaticString = #fileID, line: UInt = #line
+  ) -> FailureTolerance {
+    precondition(
+      count >= 0, "FailureTolerance.count(\(count)): the count must not be negative", file: file,
+      line: line)
     return FailureTolerance(kind: .count(count))
   }
 
   /// At most this fraction of the elements may fail: 2 failures of 12 exceed `.ratio(0.1)`
   /// (1.2 allowed, so 1) and are within `.ratio(0.2)` (2.4 allowed, so 2).
   ///
-  /// - Parameter fraction: In `0...1`.
-  public static func ratio(_ fraction: Double) -> FailureTolerance {
+  /// - Parameters:
+  ///   - fraction: In `0...1`.
+  ///   - file: The caller's file, named when `fraction` is out of range.
+  ///   - line: The caller's line, named when `fraction` is out of range.
+  public static func ratio(
+    _ fraction: Double, file: StaticString = #fileID, line: UInt = #line
+  ) -> FailureTolerance {
     precondition(
-      (0...1).contains(fraction), "FailureTolerance.ratio(\(fraction)): the ratio must be in 0...1")
+      (0...1).contains(fraction), "FailureTolerance.ratio(\(fraction)): the ratio must be in 0...1",
+      file: file, line: line)
     return FailureTolerance(kind: .ratio(fraction))
   }
 
@@ -58,7 +71,7 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
   /// judged while the stream is still running: 100.
   ///
   /// A stream's length is unknown until it ends, so
-  /// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:)`` judges a ratio
+  /// ``AsyncFunc/concurrentMap(over:limit:ordered:acceptableFailure:progress:file:line:)`` judges a ratio
   /// against the elements finished so far, but only once this many have finished, so that two
   /// early failures of ten do not end a stream that would have stayed well within
   /// `.ratio(0.1)`. When the source ends, the ratio is judged against the number of elements
@@ -97,46 +110,5 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
     case .count(let count): ".count(\(count))"
     case .ratio(let fraction): ".ratio(\(fraction))"
     }
-  }
-}
-
-/// The error of a ``AsyncFunc/concurrentMap(limit:acceptableFailure:)`` whose elements failed
-/// beyond its ``FailureTolerance``: each failed element's index and error.
-///
-/// The map fails as soon as the failure beyond tolerance happens, and cancels the elements
-/// still running, so `failures` holds the failures seen until then (at least one more than
-/// tolerated), in the order they happened.
-///
-/// ```swift
-/// do {
-///   _ = try await upload.concurrentMap(limit: 4)(files)
-/// } catch let error as FailureRateExceeded {
-///   print(error.failures.map(\.index))
-/// }
-/// // prints [3]
-/// ```
-public struct FailureRateExceeded: Error, CustomStringConvertible {
-  /// One element's failure: its index in the input and its error.
-  public struct Failure: Sendable {
-    /// The element's position in the input array, or in the source for a stream.
-    public let index: Int
-    /// What the element failed with.
-    public let error: any Error
-  }
-
-  /// Every failure seen, in the order they happened: the tolerated ones and the one beyond.
-  public let failures: [Failure]
-  /// How many elements the map had; for a stream, how many the source had produced when the
-  /// tolerance was exceeded.
-  public let count: Int
-  /// The tolerance that was exceeded.
-  public let tolerance: FailureTolerance
-
-  /// The failure count against the tolerance, then each failed index and its error.
-  public var description: String {
-    let list = failures.map { "#\($0.index): \($0.error)" }.joined(separator: ", ")
-    return
-      "FailureRateExceeded: \(failures.count) of \(count) elements failed, tolerance "
-      + "\(tolerance) (\(list))"
   }
 }

@@ -2,7 +2,7 @@ extension AsyncFunc {
   /// Delivers this function's outcome, success or failure, as a value: the function itself
   /// always succeeds.
   ///
-  /// Combined with ``concurrentMap(limit:acceptableFailure:)`` it is JavaScript's
+  /// Combined with ``concurrentMap(limit:acceptableFailure:progress:file:line:)`` it is JavaScript's
   /// `Promise.allSettled`: one result per element, in order, whatever fails. Cancellation is
   /// not an outcome: a cancelled run still fails with `CancellationError`.
   ///

@@ -122,6 +122,57 @@ private final class Request: Cancellable {
     #expect(String(describing: double) == "double")
   }
 
+  // MARK: withCancel
+
+  @Test func withCancel_completes_with_the_work_result_and_never_cancels_finished_work() {
+    let request = Request()
+    let parked = ParkedCompletion<Int>()
+    let get = AsyncFunc<Int, Int>.withCancel(name: "get") { x, complete in
+      parked.park { complete($0.map { $0 + x }) }
+      return request.cancel
+    }
+    let results = Recorder<Result<Int, any Error>>()
+    let token = get.run(40) { results.record($0) }
+    parked.complete(.success(2))
+    #expect(results.all.map { try? $0.get() } == [42])
+    token.cancel()  // After the work called back: nothing left to cancel.
+    #expect(request.cancelCount == 0)
+    #expect(String(describing: get) == "get")
+  }
+
+  @Test func withCancel_cancelling_the_run_calls_the_cancel_closure_once() {
+    let request = Request()
+    let parked = ParkedCompletion<Int>()
+    let get = AsyncFunc<Int, Int>.withCancel { _, complete in
+      parked.park(complete)
+      return { request.cancel() }
+    }
+    let results = Recorder<Result<Int, any Error>>()
+    let token = get.run(1) { results.record($0) }
+    #expect(request.cancelCount == 0)
+    token.cancel()
+    #expect(request.cancelCount == 1)
+    #expect(results.all.map(isCancellation) == [true])
+    parked.complete(.success(2))  // The work answers anyway: dropped.
+    #expect(results.all.map(isCancellation) == [true])
+    token.cancel()
+    #expect(request.cancelCount == 1)
+  }
+
+  @Test func withCancel_on_a_run_cancelled_before_it_starts_never_starts_the_work() {
+    let started = Tally()
+    let get = AsyncFunc<Int, Int>.withCancel { _, complete in
+      started.add()
+      return {}
+    }
+    let token = CancellationToken()
+    token.cancel()
+    let results = Recorder<Result<Int, any Error>>()
+    get.run(1, token: token) { results.record($0) }
+    #expect(started.value == 0)
+    #expect(results.all.map(isCancellation) == [true])
+  }
+
   // MARK: cancellable
 
   @Test func cancellable_completes_with_the_request_result() async throws {

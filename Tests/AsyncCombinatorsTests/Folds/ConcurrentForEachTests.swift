@@ -25,6 +25,19 @@ import Testing
       try await parse.concurrentCompactMap(limit: 2)(["1", "x", "3", "y", "5"]) == [1, 3, 5])
   }
 
+  @Test func compactMap_tolerates_failures_and_reports_progress_last() async throws {
+    let parse = AsyncFunc<String, Int?>.sync { text in
+      if text == "!" { throw TestError(0) }
+      return Int(text)
+    }
+    let reports = Recorder<BatchProgress>()
+    let numbers = parse.concurrentCompactMap(limit: 2, acceptableFailure: .count(1)) {
+      reports.record($0)
+    }
+    #expect(try await numbers(["1", "!", "x", "4"]) == [1, 4])
+    #expect(reports.all.last == BatchProgress(completed: 4, failed: 1, inFlight: 0, total: 4))
+  }
+
   @Test func a_limit_below_one_is_a_precondition_failure_that_names_the_fold_called() async throws {
     let forEach = try #require(
       await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -33,6 +46,9 @@ import Testing
     #expect(
       String(decoding: forEach.standardErrorContent, as: UTF8.self)
         .contains("concurrentForEach(limit: 0): the limit must be at least 1"))
+    #expect(
+      String(decoding: forEach.standardErrorContent, as: UTF8.self)
+        .contains("ConcurrentForEachTests.swift"))
     let compactMap = try #require(
       await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
         _ = AsyncFunc<Int, Int?>.sync { $0 }.concurrentCompactMap(limit: -1)
@@ -40,5 +56,8 @@ import Testing
     #expect(
       String(decoding: compactMap.standardErrorContent, as: UTF8.self)
         .contains("concurrentCompactMap(limit: -1): the limit must be at least 1"))
+    #expect(
+      String(decoding: compactMap.standardErrorContent, as: UTF8.self)
+        .contains("ConcurrentForEachTests.swift"))
   }
 }

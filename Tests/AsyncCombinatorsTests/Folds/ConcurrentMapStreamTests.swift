@@ -502,7 +502,7 @@ import Testing
 
   // MARK: Progress
 
-  @Test func stream_progress_is_serialized_monotone_and_done_before_the_stream_ends()
+  @Test func stream_progress_is_serialized_increasing_and_done_before_the_stream_ends()
     async throws
   {
     let queue = testQueue("streamProgress")
@@ -524,10 +524,26 @@ import Testing
     let all = reports.all  // Read after the end: every report is in.
     #expect(outputs == 450)
     #expect(overlaps.value == 0)
-    #expect(all.map(\.completed) == Array(1...500))
+    // Reports that piled up while the closure ran were coalesced: fewer, each newer.
+    #expect(zip(all, all.dropFirst()).allSatisfy { $0.completed < $1.completed })
+    #expect(all.last?.completed == 500)
     #expect(all.allSatisfy { $0.total == nil && $0.inFlight <= 8 })
     #expect(all.last?.failed == 50)
     #expect(zip(all, all.dropFirst()).allSatisfy { $0.failed <= $1.failed })
+  }
+
+  // MARK: Preconditions
+
+  @Test func a_limit_below_one_is_a_precondition_failure_naming_the_callers_line() async throws {
+    // Inside an exit test, the caller's line is the line of the macro around it.
+    let line = #line + 1
+    let exit = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.identity.concurrentMap(over: ControlledSource(count: 1), limit: 0)
+      })
+    let message = String(decoding: exit.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("concurrentMap(over:limit: 0): the limit must be at least 1"))
+    #expect(message.contains("ConcurrentMapStreamTests.swift:\(line)"))
   }
 
   // MARK: Isolation

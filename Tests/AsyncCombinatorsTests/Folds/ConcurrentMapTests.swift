@@ -183,9 +183,15 @@ import Testing
         == "square.concurrentMap(acceptableFailure: .count(1))")
   }
 
-  @Test func a_limit_below_one_is_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) {
-      _ = AsyncFunc<Int, Int>.identity.concurrentMap(limit: 0)
-    }
+  @Test func a_limit_below_one_is_a_precondition_failure_naming_the_callers_line() async throws {
+    // Inside an exit test, the caller's line is the line of the macro around it.
+    let line = #line + 1
+    let exit = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = AsyncFunc<Int, Int>.identity.concurrentMap(limit: 0)
+      })
+    let message = String(decoding: exit.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("concurrentMap(limit: 0): the limit must be at least 1"))
+    #expect(message.contains("ConcurrentMapTests.swift:\(line)"))
   }
 }

@@ -23,12 +23,30 @@ import Testing
     #expect("\(FailureTolerance.ratio(0.5))" == ".ratio(0.5)")
   }
 
-  @Test func a_negative_count_is_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) { _ = FailureTolerance.count(-1) }
+  @Test func a_negative_count_is_a_precondition_failure_naming_the_callers_line() async throws {
+    // Inside an exit test, the caller's line is the line of the macro around it.
+    let line = #line + 1
+    let exit = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = FailureTolerance.count(-1)
+      })
+    let message = String(decoding: exit.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("FailureTolerance.count(-1): the count must not be negative"))
+    #expect(message.contains("FailureToleranceTests.swift:\(line)"))
   }
 
-  @Test func a_ratio_outside_zero_to_one_is_a_precondition_failure() async {
-    await #expect(processExitsWith: .failure) { _ = FailureTolerance.ratio(1.5) }
+  @Test func a_ratio_outside_zero_to_one_is_a_precondition_failure_naming_the_callers_line()
+    async throws
+  {
+    // Inside an exit test, the caller's line is the line of the macro around it.
+    let line = #line + 1
+    let exit = try #require(
+      await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+        _ = FailureTolerance.ratio(1.5)
+      })
+    let message = String(decoding: exit.standardErrorContent, as: UTF8.self)
+    #expect(message.contains("FailureTolerance.ratio(1.5): the ratio must be in 0...1"))
+    #expect(message.contains("FailureToleranceTests.swift:\(line)"))
     await #expect(processExitsWith: .failure) { _ = FailureTolerance.ratio(.nan) }
   }
 }

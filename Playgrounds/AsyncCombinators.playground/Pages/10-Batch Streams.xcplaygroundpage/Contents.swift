@@ -7,8 +7,10 @@
 
  ## Progress
 
- Every array fold takes a `progress:` closure as its last argument. It is called once per
- finished element, never two calls at once, and the last call returns before the result.
+ Every fold takes a `progress:` closure as its last argument. It is called as elements
+ finish, on a lane of its own so that a slow closure holds up no element, never two calls at
+ once; reports that pile up while it runs are coalesced into the newest, and the last call
+ returns before the result.
  */
 import AsyncCombinators
 import Synchronization
@@ -20,14 +22,9 @@ let resize = delayed("resize", milliseconds: 5) { (photo: Int) -> String in
 
 example("progress of a batch of 20") {
   let batch = resize.concurrentMap(limit: 4, acceptableFailure: .ratio(0.1)) { progress in
-    if progress.completed % 5 == 0 { print(progress.completed, "of", progress.total ?? 0) }
     if progress.completed == progress.total { print(progress) }
   }
   print(try await batch(Array(1...20)).count, "resized")
-  // prints 5 of 20
-  // prints 10 of 20
-  // prints 15 of 20
-  // prints 20 of 20
   // prints 20/20 done (2 failed, 0 in flight)
   // prints 18 resized
 }

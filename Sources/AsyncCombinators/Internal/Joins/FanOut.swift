@@ -25,9 +25,9 @@ import Synchronization
 /// is one callback stage runs without a `Run` around it.
 ///
 /// With a `progress` closure, every delivered element queues a ``BatchProgress`` under the
-/// lock, and one thread at a time drains the queue (``ProgressQueue``). The outcome waits
-/// behind the reports: while a drainer is at work it is parked in `heldOutcome` and the
-/// drainer delivers it after the last report.
+/// lock, and a drainer on the reports' own lane delivers them (``ProgressQueue``), so a slow
+/// closure holds up no element. The outcome waits behind the reports: while a drainer is at
+/// work it is parked in `heldOutcome` and the drainer delivers it after the last report.
 final class FanOut<Element: Sendable>: SlotJoin {
   typealias Failure = FanOutFailure
   typealias Outcome = FanOutOutcome
@@ -174,8 +174,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
         drains = state.reports.enqueue(
           BatchProgress(
             completed: state.completed, failed: state.failed,
-            inFlight: state.next - state.completed,
-            total: elements.count))
+            inFlight: inFlight(state), total: elements.count))
       }
       if let error = failure {
         if error is CancellationError {
@@ -200,14 +199,23 @@ final class FanOut<Element: Sendable>: SlotJoin {
       state.isStarting = true
       return .startMore
     }
-    // Reports first: they run user code, and the next elements can wait for it, while a
-    // report left queued behind a long start loop would reach the user late.
-    if drains { drainReports() }
+    // On the reports' own lane: the user's closure holds up neither this thread nor the start.
+    if drains { ProgressQueue.startDraining { self.drainReports() } }
     switch next {
     case .nothing: return
     case .startMore: startElements()
     case .finish(let outcome): finish(outcome)
     }
+  }
+
+  /// What a report calls in flight, taken as an element finishes: the elements started and
+  /// not finished, and those that the slot just freed starts next. The finishing element's
+  /// slot is counted free although, counting bodies, it is given back just after its result,
+  /// so a saturated batch reads `limit` and not `limit - 1`.
+  private func inFlight(_ state: State) -> Int {
+    let heldByOthers = state.running - (countsBodies ? 1 : 0)
+    let aboutToStart = min(elements.count - state.next, limit - heldByOthers)
+    return state.next - state.completed + max(0, aboutToStart)
   }
 
   /// Ends the join from outside the element results: the parent's cancellation.

@@ -6,6 +6,12 @@
 /// consumer's task, which also pulls from the source inside its `next()` calls, and the
 /// element runs finishing on any thread.
 ///
+/// Real work: a slot is held from an element's start until every callback body it started has
+/// called back, not only until its result is in (see `InFlightWork`), as the array fold and
+/// `limit(_:)` count it. So `running` counts slots held, which an element whose result came
+/// early (a timeout whose body ignores cancellation) keeps until ``slotFreed()``, and
+/// `unfinished` counts elements whose result has not come, which is what the end waits for.
+///
 /// Backpressure: at most `limit` elements run, and a pull is granted only while fewer than
 /// `bound` elements are in the stream (pulled and neither yielded nor skipped). `bound` is
 /// `limit` when unordered; when ordered it is `2 * limit`, the extra `limit` being the reorder
@@ -47,6 +53,9 @@ struct ConcurrentMapStateMachine: Sendable {
   private let ordered: Bool
   private let tolerance: FailureTolerance
   private let reportsProgress: Bool
+  /// Whether a slot waits for the element's bodies (the storage calls ``slotFreed()``) rather
+  /// than for its result: always, unless the limit is unbounded and there is nothing to hold.
+  private let countsBodies: Bool
   /// How many slots must be free before a consumer waiting only for room is woken: a wake-up
   /// costs a thread hand-off, so it is shared by a few pulls. An output ready, or the end,
   /// wakes it at once.
@@ -57,7 +66,10 @@ struct ConcurrentMapStateMachine: Sendable {
   /// A pull was granted and has not delivered yet.
   private var isPulling = false
   private var sourceEnded = false
+  /// Slots held: elements started whose bodies have not all called back.
   private var running = 0
+  /// Elements started whose result has not come.
+  private var unfinished = 0
   /// Ordered: elements pulled into the reorder window while `limit` ran, each started by
   /// the thread that frees a slot, so that no thread has to be woken to start it.
   private var pending = FIFO<(index: Int, input: AnyValue)>()
@@ -83,8 +95,12 @@ struct ConcurrentMapStateMachine: Sendable {
   private var waiter: Waiter?
   private(set) var reports = ProgressQueue()
 
-  init(limit: Int, ordered: Bool, tolerance: FailureTolerance, reportsProgress: Bool) {
+  init(
+    limit: Int, ordered: Bool, tolerance: FailureTolerance, reportsProgress: Bool,
+    countsBodies: Bool
+  ) {
     self.limit = limit
+    self.countsBodies = countsBodies
     self.bound = ordered ? (limit > Int.max / 2 ? Int.max : limit * 2) : limit
     self.ordered = ordered
     self.tolerance = tolerance
@@ -166,7 +182,7 @@ struct ConcurrentMapStateMachine: Sendable {
   /// last report has returned.
   private var isEndReady: Bool {
     guard !reports.isDraining else { return false }
-    return failure != nil || (sourceEnded && running == 0 && pendingCount == 0 && !isPulling)
+    return failure != nil || (sourceEnded && unfinished == 0 && pendingCount == 0 && !isPulling)
   }
 
   private var hasOutput: Bool {
@@ -212,6 +228,7 @@ struct ConcurrentMapStateMachine: Sendable {
       return .queued
     }
     running += 1
+    unfinished += 1
     return .start(pulled)
   }
 
@@ -223,6 +240,7 @@ struct ConcurrentMapStateMachine: Sendable {
     }
     pendingCount -= 1
     running += 1
+    unfinished += 1
     return next
   }
 
@@ -293,18 +311,39 @@ struct ConcurrentMapStateMachine: Sendable {
   }
 
   private mutating func countFinished(failed isFailure: Bool, _ effects: inout Effects) {
-    running -= 1
+    unfinished -= 1
+    if !countsBodies { running -= 1 }
     finished += 1
     if isFailure { failed += 1 }
     if reportsProgress {
       effects.drainsReports = reports.enqueue(
-        BatchProgress(completed: finished, failed: failed, inFlight: running, total: nil))
+        BatchProgress(completed: finished, failed: failed, inFlight: inFlight, total: nil))
     }
   }
 
-  /// A slot has come free: a pending element may start, and the consumer may go on.
+  /// What a report calls in flight, taken as an element finishes: the elements still running,
+  /// and those pulled and waiting that the slot just freed starts. The finishing element's
+  /// slot is counted free although, counting bodies, it is given back just after its result;
+  /// an element still to be pulled is not counted, since the source may have none.
+  private var inFlight: Int {
+    let heldByOthers = running - (countsBodies ? 1 : 0)
+    return unfinished + Swift.max(0, Swift.min(pendingCount, limit - heldByOthers))
+  }
+
+  /// Every body of a finished element has called back: its slot is free. Counting bodies,
+  /// this is what frees a slot; a slot freed after the stream ended frees nothing to use.
+  mutating func slotFreed() -> Effects {
+    var effects = Effects()
+    running -= 1
+    guard !isOver else { return effects }
+    afterElement(&effects)
+    return effects
+  }
+
+  /// An element finished or a slot came free: a pending element may start, and the consumer
+  /// may go on.
   private mutating func afterElement(_ effects: inout Effects) {
-    if pendingCount > 0 && failure == nil && !isStarting {
+    if pendingCount > 0 && failure == nil && !isStarting && running < limit {
       isStarting = true
       effects.startsPending = true
     }
