@@ -21,8 +21,10 @@
 /// no more than one probe is let through.
 ///
 /// ```swift
+/// let clock = TestClock()  // from AsyncCombinatorsTesting: time moves when the test says
 /// let payments = CircuitBreaker(
-///   name: "payments", failureRatio: 0.5, minimumThroughput: 2, breakDuration: .seconds(30))
+///   name: "payments", failureRatio: 0.5, minimumThroughput: 2, breakDuration: .seconds(30),
+///   clock: clock)
 /// let charge = AsyncFunc<Int, Int>(name: "charge") { _, complete in
 ///   complete(.failure(NetworkError.offline))
 /// }.guarded(by: payments)
