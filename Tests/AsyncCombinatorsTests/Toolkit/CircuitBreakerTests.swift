@@ -196,6 +196,7 @@ import Testing
     let guarded = parking.function.guarded(by: breaker)
     let probe = guarded.run(1) { _ in }
     probe.cancel()
+    for parked in parking.takeAll() { parked.complete(.failure(CancellationError())) }
     #expect(breaker.state == .halfOpen)
     clock.advance(by: .seconds(29))
     #expect(Self.call(guarded).failure is BrokenCircuitError)
