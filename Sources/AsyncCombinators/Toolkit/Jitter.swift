@@ -2,8 +2,9 @@
 /// again at the same instant.
 ///
 /// A jittered wait is drawn afresh for every wait of every run, from the system's random
-/// generator. ``seeded(_:)`` fixes the draws instead, for tests: every run of a retry with a
-/// seeded jitter draws the same sequence, so its waits can be replayed and asserted.
+/// generator. ``seeded(_:)`` fixes the draws instead, for tests: the waits of a retry with a
+/// seeded jitter take the numbers of one generator started from the seed, in the order they
+/// are drawn, so the same runs on a `TestClock` wait the same in every test run.
 ///
 /// ```swift
 /// let fetch = AsyncFunc<String, String>.sync(name: "fetch") { $0 }
@@ -31,9 +32,9 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
   /// `[delay, 3 × delay]`), capped by `maxDelay`; `backoff` plays no part.
   public static let decorrelated = Jitter(kind: .decorrelated, seed: nil)
 
-  /// The same jitter, drawing from a generator started from `seed` in every run: the waits
-  /// are replayable, for tests. Runs in production should not share a sequence of draws, so
-  /// leave a jitter unseeded there.
+  /// The same jitter, drawing from a generator started from `seed`, one for each `retry` it
+  /// is given to and shared by that retry's runs: the waits are replayable, for tests. Leave
+  /// a jitter unseeded in production, where the system generator is the better source.
   ///
   /// - Parameter seed: The generator's starting state.
   /// - Returns: This jitter with fixed draws.
@@ -51,11 +52,19 @@ public struct Jitter: Sendable, Hashable, CustomStringConvertible {
     return seed.map { "\(name).seeded(\($0))" } ?? name
   }
 
-  /// The generator one run of a retry draws its waits from.
-  func generator() -> JitterGenerator { JitterGenerator(seed: seed) }
 }
 
-/// One run's source of draws: the system generator, or SplitMix64 from a seed.
+/// Where the waits of one `retry` are drawn from, shared by its runs.
+final class JitterDraws: Sendable {
+  private let generator: Locked<JitterGenerator>
+
+  init(seed: UInt64?) { generator = Locked(JitterGenerator(seed: seed)) }
+
+  /// A draw uniform in `[0, 1]`.
+  func unit() -> Double { generator.withLock { Double.random(in: 0...1, using: &$0) } }
+}
+
+/// The system generator, or SplitMix64 from a seed.
 struct JitterGenerator: RandomNumberGenerator {
   private var state: UInt64?
 
@@ -73,6 +82,4 @@ struct JitterGenerator: RandomNumberGenerator {
     return z ^ (z >> 31)
   }
 
-  /// A draw uniform in `[0, 1]`.
-  mutating func unit() -> Double { Double.random(in: 0...1, using: &self) }
 }

@@ -64,7 +64,8 @@ extension AsyncFunc {
       line: line)
     let policy = RetryPolicy(
       times: times, delay: delay, backoff: backoff, maxDelay: maxDelay, jitter: jitter,
-      budget: budget, shouldRetry: shouldRetry, clock: TimerClock(clock))
+      draws: JitterDraws(seed: jitter.seed), budget: budget, shouldRetry: shouldRetry,
+      clock: TimerClock(clock))
     var call = "retry(\(times)"
     if delay > .zero { call += ", delay: \(delay)" }
     if backoff != 1 { call += ", backoff: \(backoff)" }
@@ -99,7 +100,7 @@ final class RetryLoop: StageSink {
     var inLoop = false
     var again = false
     /// What the waits of this run have been, for the next.
-    var waits: RetryWaits
+    var waits = RetryWaits()
   }
 
   private let inner: Program
@@ -120,7 +121,7 @@ final class RetryLoop: StageSink {
     self.token = token
     self.policy = policy
     self.report = report
-    state = Locked(State(waits: RetryWaits(policy.jitter)))
+    state = Locked(State())
   }
 
   func start() { startAttempt() }
@@ -194,6 +195,8 @@ struct RetryPolicy: Sendable {
   let backoff: Double
   var maxDelay: Duration? = nil
   var jitter = Jitter.none
+  /// Where jittered waits are drawn from: shared by the runs.
+  var draws = JitterDraws(seed: nil)
   var budget: RetryBudget? = nil
   let shouldRetry: @Sendable (any Error) -> Bool
   /// What the waits are measured on.
@@ -220,13 +223,13 @@ struct RetryPolicy: Sendable {
     case .none:
       return computed
     case .full:
-      return scaled(computed, by: waits.generator.unit())
+      return scaled(computed, by: draws.unit())
     case .equal:
       let half = scaled(computed, by: 0.5)
-      return half + scaled(computed - half, by: waits.generator.unit())
+      return half + scaled(computed - half, by: draws.unit())
     case .decorrelated:
       let upper = max(delay, scaled(waits.previous ?? delay, by: 3))
-      let wait = capped(delay + scaled(upper - delay, by: waits.generator.unit()))
+      let wait = capped(delay + scaled(upper - delay, by: draws.unit()))
       waits.previous = wait
       return wait
     }
@@ -243,9 +246,6 @@ struct RetryWaits {
   var factor = 1.0
   /// The last decorrelated wait.
   var previous: Duration?
-  var generator: JitterGenerator
-
-  init(_ jitter: Jitter) { generator = jitter.generator() }
 }
 
 /// `duration × factor` (`factor` ≥ 0, possibly infinite), saturating at the longest wait

@@ -134,7 +134,7 @@ import Testing
   @Test func backoff_multiplies_each_wait() {
     let policy = RetryPolicy(
       times: 4, delay: .milliseconds(100), backoff: 3, shouldRetry: { _ in true })
-    var waits = RetryWaits(.none)
+    var waits = RetryWaits()
     #expect(policy.wait(after: TestError(1), waits: &waits) == .milliseconds(100))
     #expect(policy.wait(after: TestError(2), waits: &waits) == .milliseconds(300))
     #expect(policy.wait(after: TestError(3), waits: &waits) == .milliseconds(900))
