@@ -195,3 +195,36 @@ import Testing
     }
   }
 }
+
+@Suite struct ResilienceTimelineTests {
+  @Test func a_timeline_marks_each_retry_and_hedge_and_draws_them_after_the_stages() {
+    let clock = TestClock()
+    let attempts = Atomic(0)
+    let fetch = AsyncFunc<Int, Int>(name: "fetch") { x, complete in
+      let attempt = attempts.add(1, ordering: .relaxed).newValue
+      complete(attempt < 3 ? .failure(TestError(attempt)) : .success(x))
+    }
+    let timeline = Timeline()
+    fetch.retry(2, delay: .seconds(1), clock: clock).run(1, observer: timeline) { _ in }
+    while let next = clock.nextDeadline { clock.advance(to: next) }
+    let stage = "fetch.retry(2, delay: 1.0 seconds)"
+    #expect(
+      timeline.marks.map(\.kind) == [
+        .retry(attempt: 1, wait: .seconds(1)), .retry(attempt: 2, wait: .seconds(1)),
+      ])
+    #expect(timeline.marks.allSatisfy { $0.stage == stage })
+    let rows = timeline.renderGantt(width: 10).split(separator: "\n")
+    #expect(rows.count == 1 + 3 + 2)
+    #expect(rows[4].hasPrefix("\(stage) ↻ 1 |") && rows[4].hasSuffix("| wait 1.0 seconds"))
+    #expect(rows[4].contains("↻"))
+    #expect(rows[5].hasPrefix("\(stage) ↻ 2 |"))
+
+    let parking = Parking<Int, Int>()
+    let hedgeLine = Timeline()
+    parking.function.hedged(after: .seconds(1), clock: clock).run(1, observer: hedgeLine) { _ in }
+    clock.advance(by: .seconds(1))
+    #expect(hedgeLine.marks.map(\.kind) == [.hedge(1)])
+    #expect(hedgeLine.renderGantt(width: 10).contains("parked.hedged(after: 1.0 seconds) ⑂ 1 |"))
+    for parked in parking.takeAll() { parked.complete(.success(1)) }
+  }
+}
