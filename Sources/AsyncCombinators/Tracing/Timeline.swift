@@ -74,11 +74,11 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     /// When, in monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`).
     public let time: UInt64
 
-    /// `fetch.retry(3) ↻ 2` (a retry after attempt 2 failed), `fetch.hedged(after: …) ⑂ 1`.
+    /// The row's name: `↻ after attempt 2`, `⑂ hedge 1`.
     var label: String {
       switch kind {
-      case .retry(let attempt, _): "\(stage) ↻ \(attempt)"
-      case .hedge(let hedge): "\(stage) ⑂ \(hedge)"
+      case .retry(let attempt, _): "↻ after attempt \(attempt)"
+      case .hedge(let hedge): "⑂ hedge \(hedge)"
       }
     }
   }
@@ -172,8 +172,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// drawn with `█`, a failed one with `▓`, a cancelled one with `▒` (ending when its run
   /// cancelled it), one still running with `░`; `×` marks the moment a cancelled stage called
   /// back anyway, a call the run ignored. After the stages, one row per retry or hedge marks
-  /// its moment: `↻` a retry about to wait (the row names the failed attempt and the wait),
-  /// `⑂` a hedge starting.
+  /// its moment: `↻` a retry about to wait (the row names the failed attempt, then the wait
+  /// and the retry), `⑂` a hedge starting (then the hedged function).
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -220,11 +220,18 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     for mark in marks {
       var bar = Array(String(repeating: " ", count: width))
       let column = mark.time < scale.first ? 0 : min(scale.column(mark.time, width), width - 1)
-      var note = ""
+      var note = mark.stage
       switch mark.kind {
       case .retry(_, let wait):
         bar[column] = "↻"
-        note = "wait \(wait)"
+        let (seconds, attoseconds) = wait.components
+        let nanoseconds = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let waited =
+          nanoseconds.overflow
+          ? "\(wait)"
+          : Scale.milliseconds(nanoseconds.partialValue &+ UInt64(attoseconds / 1_000_000_000))
+            + " ms"
+        note = "wait " + waited + "  " + note
       case .hedge:
         bar[column] = "⑂"
       }

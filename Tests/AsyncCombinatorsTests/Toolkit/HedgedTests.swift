@@ -215,16 +215,19 @@ import Testing
     #expect(timeline.marks.allSatisfy { $0.stage == stage })
     let rows = timeline.renderGantt(width: 10).split(separator: "\n")
     #expect(rows.count == 1 + 3 + 2)
-    #expect(rows[4].hasPrefix("\(stage) ↻ 1 |") && rows[4].hasSuffix("| wait 1.0 seconds"))
-    #expect(rows[4].contains("↻"))
-    #expect(rows[5].hasPrefix("\(stage) ↻ 2 |"))
+    #expect(rows[4].hasPrefix("↻ after attempt 1 |"))
+    #expect(rows[4].hasSuffix("| wait 1000.0 ms  \(stage)"))
+    #expect(rows[5].hasPrefix("↻ after attempt 2 |"))
 
     let parking = Parking<Int, Int>()
     let hedgeLine = Timeline()
     parking.function.hedged(after: .seconds(1), clock: clock).run(1, observer: hedgeLine) { _ in }
     clock.advance(by: .seconds(1))
     #expect(hedgeLine.marks.map(\.kind) == [.hedge(1)])
-    #expect(hedgeLine.renderGantt(width: 10).contains("parked.hedged(after: 1.0 seconds) ⑂ 1 |"))
+    let hedgeRow = hedgeLine.renderGantt(width: 10).split(separator: "\n").last!
+    #expect(
+      hedgeRow.hasPrefix("⑂ hedge 1 |") && hedgeRow.hasSuffix("| parked.hedged(after: 1.0 seconds)")
+    )
     for parked in parking.takeAll() { parked.complete(.success(1)) }
   }
 }
