@@ -186,9 +186,9 @@ final class RetryLoop: StageSink {
 
 /// When and how often `retry` tries again.
 struct RetryPolicy: Sendable {
-  /// The longest wait: beyond what any clock in use counts to, so a timer armed for it never
-  /// fires, and far enough from `Duration`'s own limit that adding it to an instant is safe.
-  static let longestWait = Duration.seconds(Int64.max)
+  /// The longest wait, about 146 billion years: a timer armed for it never fires, and an
+  /// instant of any clock in use plus it keeps a seconds component that fits in `Int64`.
+  static let longestWait = Duration.seconds(Int64.max / 2)
 
   let times: Int
   let delay: Duration

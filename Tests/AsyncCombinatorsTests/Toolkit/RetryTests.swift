@@ -380,7 +380,18 @@ final class TimedFlaky: Sendable {
     #expect(scaled(.seconds(3), by: 0.5) == .milliseconds(1500))
   }
 
-  @Test func a_huge_backoff_on_the_default_clock_does_not_crash() async {
+  @Test(.timeLimit(.minutes(1)))
+  func a_huge_backoff_on_the_default_clock_does_not_crash() async {
+    await hugeBackoffEndsWhenCancelled(on: ContinuousClock())
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func a_huge_backoff_on_a_clock_that_sleeps_does_not_crash() async {
+    await hugeBackoffEndsWhenCancelled(on: SuspendingClock())
+  }
+
+  private func hugeBackoffEndsWhenCancelled<C: Clock>(on clock: C) async
+  where C.Duration == Duration {
     let reached = Countdown(2)
     let attempts = Atomic(0)
     let failing = AsyncFunc<Int, Int> { _, complete in
@@ -390,7 +401,8 @@ final class TimedFlaky: Sendable {
     }
     let done = Gate()
     let outcome = Locked<Result<Int, any Error>?>(nil)
-    let token = failing.retry(2, delay: .milliseconds(1), backoff: 1e30).run(1) { result in
+    let retried = failing.retry(2, delay: .milliseconds(1), backoff: 1e30, clock: clock)
+    let token = retried.run(1) { result in
       outcome.withLock { $0 = result }
       done.open()
     }
