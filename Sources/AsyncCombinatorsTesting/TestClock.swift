@@ -2,7 +2,7 @@ import AsyncCombinators
 
 /// A clock whose time moves only when a test says, firing due timers on the test's thread.
 ///
-/// Give it to any timed operator (`timeout(_:clock:)`, `retry(_:delay:backoff:if:clock:)`,
+/// Give it to any timed operator (`timeout(_:clock:)`, `retry(_:delay:backoff:maxDelay:jitter:budget:if:clock:)`,
 /// `delay(_:clock:)`) and the operator's timers wait on it instead of on real time. Nothing
 /// fires until you call ``advance(by:)`` or ``advance(to:)``; those are synchronous: before
 /// they return, every timer due by the new time has fired, in deadline order (ties in the

@@ -27,7 +27,8 @@ private struct Bar {
 
 private let modifierOverheadBars: [Bar] = [
   ("on(queue)", 1.3), ("recover", 1.3), ("finally", 1.3), ("retry(2)", 1.3), ("settled", 1.3),
-  ("timeout(30 s)", 1.6), ("limit(8)", 1.6),
+  ("timeout(30 s)", 1.6), ("limit(8)", 1.6), ("retry(2) jittered", 1.5),
+  ("guarded closed", 1.5), ("hedged primary wins", 2.0),
 ].map { name, limit in
   Bar(what: "\(name) against the plain map", key: "overhead \(name)", limit: limit, unit: "x")
 }

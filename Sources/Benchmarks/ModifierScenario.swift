@@ -30,6 +30,11 @@ func runModifierScenario(
     ("recover", f.recover { _ in 0 }.concurrentMap()),
     ("finally", f.finally(.sync { _ in }).concurrentMap()),
     ("retry(2)", f.retry(2).concurrentMap()),
+    ("retry(2) jittered", f.retry(2, jitter: .full).concurrentMap()),
+    // A breaker that stays closed: every element is admitted and counted.
+    ("guarded closed", f.guarded(by: CircuitBreaker()).concurrentMap()),
+    // The primary answers within microseconds: the hedge's timer is armed and taken back.
+    ("hedged primary wins", f.hedged(after: .seconds(30)).concurrentMap()),
     ("timeout(30 s)", f.timeout(.seconds(30)).concurrentMap()),
     ("limit(8)", f.limit(8).concurrentMap()),
     // Unwrapped after the fold, once for all: a `map` inside each element would measure a

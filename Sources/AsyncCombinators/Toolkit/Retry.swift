@@ -1,11 +1,18 @@
+import Synchronization
+
 extension AsyncFunc {
   /// Runs this function again when it fails: at most `times + 1` attempts in all.
   ///
   /// A success ends the retries, and so does a failure when no attempts are left: the whole
   /// fails with the last attempt's error. `CancellationError` is never retried, nor is an
-  /// error `shouldRetry` declines. With a `delay`, each retry waits first, `backoff` times
-  /// longer than the one before; the wait holds no thread, and cancelling the run during it
-  /// ends the run at once and removes the timer. A run cancelled between attempts ends with
+  /// error `shouldRetry` declines, nor one whose retry the `budget` cannot pay for.
+  ///
+  /// Wait *k* (from 0) before a retry is `delay × backoff^k`, capped by `maxDelay`, then
+  /// spread by `jitter`, drawn afresh for every wait of every run. Waits saturate: a wait too
+  /// long for the clock never ends (cancel the run to stop it). An error that conforms to
+  /// ``RetryAfterHint`` with a hint is waited exactly that long instead, capped by `maxDelay`
+  /// and never jittered. The wait holds no thread, and cancelling the run during it ends the
+  /// run with `CancellationError` at once. A run cancelled between attempts ends with
   /// `CancellationError`, never with the error it would have retried. The waits are measured
   /// on `clock`: Dispatch timers by default, or a `TestClock` (from `AsyncCombinatorsTesting`)
   /// whose `advance` starts each retry on the test's own thread.
@@ -26,6 +33,9 @@ extension AsyncFunc {
   ///   - times: How many times to retry after the first attempt; 0 or more.
   ///   - delay: The wait before the first retry; zero retries at once.
   ///   - backoff: What each wait is multiplied by for the next; at least 1.
+  ///   - maxDelay: The longest any wait may be, if given; 0 or more.
+  ///   - jitter: How each wait is spread at random; `.none` unless given.
+  ///   - budget: A store of retries shared with other functions, if given.
   ///   - shouldRetry: Whether an error is worth another attempt (transient, say).
   ///   - clock: The clock the waits are measured on; `ContinuousClock()` unless given.
   ///   - file: The caller's file, named when an argument is out of range.
@@ -34,7 +44,8 @@ extension AsyncFunc {
   /// - Complexity: At most `times + 1` runs of this function; attempts that fail
   ///   synchronously run in a loop, not one stack frame each.
   public func retry<C: Clock>(
-    _ times: Int, delay: Duration = .zero, backoff: Double = 1,
+    _ times: Int, delay: Duration = .zero, backoff: Double = 1, maxDelay: Duration? = nil,
+    jitter: Jitter = .none, budget: RetryBudget? = nil,
     if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
     clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
@@ -47,17 +58,210 @@ extension AsyncFunc {
     precondition(
       backoff >= 1 && backoff.isFinite, "retry(backoff: \(backoff)): the backoff must be >= 1",
       file: file, line: line)
+    precondition(
+      (maxDelay ?? .zero) >= .zero,
+      "retry(maxDelay: \(maxDelay ?? .zero)): the longest wait must not be negative", file: file,
+      line: line)
     let policy = RetryPolicy(
-      times: times, delay: delay, backoff: backoff, shouldRetry: shouldRetry,
+      times: times, delay: delay, backoff: backoff, maxDelay: maxDelay, jitter: jitter,
+      draws: JitterDraws(seed: jitter.seed), budget: budget, shouldRetry: shouldRetry,
       clock: TimerClock(clock))
     var call = "retry(\(times)"
     if delay > .zero { call += ", delay: \(delay)" }
     if backoff != 1 { call += ", backoff: \(backoff)" }
+    if let maxDelay { call += ", maxDelay: \(maxDelay)" }
+    if jitter != .none { call += ", jitter: \(jitter)" }
+    if let budget { call += ", budget: \(budget.call)" }
     call += ")"
     let inner = program
-    return AsyncFunc(modifying: inner, call: call) { input, token, report in
-      RetryLoop(inner, input: input, token: token, policy: policy, report: report)
+    return AsyncFunc(modifying: inner, call: call) { [call] input, token, report in
+      RetryLoop(inner, call: call, input: input, token: token, policy: policy, report: report)
         .start()
     }
+  }
+}
+
+/// The attempts of one `retry` run.
+///
+/// Attempts start from a loop, not from the previous attempt's completion: an attempt that
+/// fails synchronously sets `again` and returns, and the loop starts the next one, so a
+/// thousand synchronous failures use one stack frame. An attempt that fails later, after the
+/// loop has exited, re-enters the loop on its own thread (or the retry timer's).
+///
+/// Each attempt starts the inner program directly and reports to the loop, as a modifier's
+/// inner function reports to its sink: no run of its own, no registration.
+///
+/// Not generic over the output, which it only passes on: a generic class, and the state nested
+/// in it, would cost a lookup of their type metadata in the runtime's cache on every run.
+final class RetryLoop: StageSink {
+  private struct State {
+    var attempts = 0
+    /// Whether a thread is in `loop()` and will start the next attempt when asked.
+    var inLoop = false
+    var again = false
+    /// What the waits of this run have been, for the next.
+    var waits = RetryWaits()
+  }
+
+  private let inner: Program
+  private let call: String
+  private let input: AnyValue
+  private let token: CancellationToken
+  private let policy: RetryPolicy
+  private let report: StageReport
+  private let state: Locked<State>
+
+  init(
+    _ inner: Program, call: String, input: AnyValue, token: CancellationToken,
+    policy: RetryPolicy, report: StageReport
+  ) {
+    self.inner = inner
+    self.call = call
+    self.input = input
+    self.token = token
+    self.policy = policy
+    self.report = report
+    state = Locked(State())
+  }
+
+  func start() { startAttempt() }
+
+  /// Starts the next attempt after `wait`, as when an attempt of this loop has failed.
+  private func retry(after wait: Duration) {
+    if wait > .zero {
+      // A cancelled wait ends the run: nothing else would report it.
+      policy.clock.after(wait, token) { expired in
+        expired ? self.startAttempt() : self.finish(.failure(CancellationError()))
+      }
+    } else {
+      startAttempt()
+    }
+  }
+
+  private func startAttempt() {
+    let enter = state.withLock { state in
+      if state.inLoop {
+        state.again = true
+        return false
+      }
+      state.inLoop = true
+      return true
+    }
+    guard enter else { return }
+    var again = true
+    while again {
+      inner.start(input, token: token, sink: self)
+      again = state.withLock { state in
+        defer { state.again = false }
+        if !state.again { state.inLoop = false }
+        return state.again
+      }
+    }
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    policy.budget?.refund()
+    finish(.success(value))
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    let attempt = state.withLock { state in
+      state.attempts += 1
+      return state.attempts
+    }
+    let cancelled = token.isCancelled
+    guard policy.retries(error, attempt: attempt, isCancelled: cancelled) else {
+      return finish(.failure(cancelled ? CancellationError() : error))
+    }
+    let wait = state.withLock { policy.wait(after: error, waits: &$0.waits) }
+    if let observer = token.observer {
+      observer.retryWillWait(
+        Program.modified(inner, call), attempt: attempt, wait: wait, error: error)
+    }
+    retry(after: wait)
+  }
+
+  private func finish(_ result: AnyResult) { report.complete(result) }
+}
+
+/// When and how often `retry` tries again.
+struct RetryPolicy: Sendable {
+  /// The longest wait, about 146 billion years: a timer armed for it never fires, and an
+  /// instant of any clock in use plus it keeps a seconds component that fits in `Int64`.
+  static let longestWait = Duration.seconds(Int64.max / 2)
+
+  let times: Int
+  let delay: Duration
+  let backoff: Double
+  var maxDelay: Duration? = nil
+  var jitter = Jitter.none
+  /// Where jittered waits are drawn from: shared by the runs.
+  var draws = JitterDraws(seed: nil)
+  var budget: RetryBudget? = nil
+  let shouldRetry: @Sendable (any Error) -> Bool
+  /// What the waits are measured on.
+  var clock = TimerClock.continuous
+
+  /// Whether attempt number `attempt` (from 1), failed with `error`, is tried again: not when
+  /// the run was cancelled (the error is not its outcome), nor when no attempts are left, the
+  /// error is a cancellation or declined, or the budget cannot pay. Spends the budget when it
+  /// says yes.
+  func retries(_ error: any Error, attempt: Int, isCancelled: Bool) -> Bool {
+    guard !isCancelled, attempt <= times, !(error is CancellationError), shouldRetry(error)
+    else { return false }
+    return budget?.spend() ?? true
+  }
+
+  /// The wait before the next retry, after a failure with `error`; moves `waits` on.
+  func wait(after error: any Error, waits: inout RetryWaits) -> Duration {
+    defer { waits.factor *= backoff }
+    if let hint = (error as? any RetryAfterHint)?.retryAfter {
+      return capped(max(hint, .zero))
+    }
+    let computed = capped(scaled(delay, by: waits.factor))
+    switch jitter.kind {
+    case .none:
+      return computed
+    case .full:
+      return scaled(computed, by: draws.unit())
+    case .equal:
+      let half = scaled(computed, by: 0.5)
+      return half + scaled(computed - half, by: draws.unit())
+    case .decorrelated:
+      let upper = max(delay, scaled(waits.previous ?? delay, by: 3))
+      let wait = capped(delay + scaled(upper - delay, by: draws.unit()))
+      waits.previous = wait
+      return wait
+    }
+  }
+
+  private func capped(_ wait: Duration) -> Duration {
+    min(wait, maxDelay ?? Self.longestWait)
+  }
+}
+
+/// One run's waits so far.
+struct RetryWaits {
+  /// `backoff^k` for the next wait *k*; infinite once it overflows, which `scaled` saturates.
+  var factor = 1.0
+  /// The last decorrelated wait.
+  var previous: Duration?
+}
+
+/// `duration × factor` (`factor` ≥ 0, possibly infinite), saturating at the longest wait
+/// rather than trapping as `Duration * Double` does when the product does not fit.
+func scaled(_ duration: Duration, by factor: Double) -> Duration {
+  guard duration > .zero, factor > 0 else { return .zero }
+  let (seconds, attoseconds) = duration.components
+  let product = (Double(seconds) * 1e18 + Double(attoseconds)) * factor
+  let (longestSeconds, _) = RetryPolicy.longestWait.components
+  guard product < Double(longestSeconds) * 1e18 else { return RetryPolicy.longestWait }
+  return duration * factor
+}
+
+extension Program {
+  /// How `inner` modified by `call` reads, for an observer: `fetch.retry(3)`.
+  static func modified(_ inner: Program, _ call: String) -> String {
+    Program.modifier(ModifierStage(shape: .modified(inner, call)) { _, _, _ in }).structure
   }
 }

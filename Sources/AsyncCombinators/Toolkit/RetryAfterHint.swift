@@ -1,7 +1,7 @@
 /// An error that says how long to wait before trying again: a server's `Retry-After`, an open
 /// circuit breaker's time left, a rate limiter's next free permit.
 ///
-/// ``AsyncFunc/retry(_:delay:backoff:if:clock:file:line:)`` waits exactly `retryAfter` (capped
+/// ``AsyncFunc/retry(_:delay:backoff:maxDelay:jitter:budget:if:clock:file:line:)`` waits exactly `retryAfter` (capped
 /// by its `maxDelay`, never jittered) instead of its own computed wait when the error it is
 /// about to retry conforms and the hint is not `nil`.
 ///

@@ -1,7 +1,7 @@
 /// A clock that runs the library's timers itself, instead of having a task sleep on it.
 ///
 /// The timed operators (``AsyncFunc/timeout(_:clock:file:line:)``,
-/// ``AsyncFunc/retry(_:delay:backoff:if:clock:file:line:)``, ``AsyncFunc/delay(_:clock:file:line:)``) accept any
+/// ``AsyncFunc/retry(_:delay:backoff:maxDelay:jitter:budget:if:clock:file:line:)``, ``AsyncFunc/delay(_:clock:file:line:)``) accept any
 /// `Clock` measured in `Swift.Duration`. A clock they know nothing about is honoured through
 /// `sleep(until:tolerance:)`: one task per pending timer, woken by the clock's executor, so
 /// when a timer fires relative to others is up to the scheduler. A clock that adopts this

@@ -25,6 +25,19 @@ public protocol RunObserver: AnyObject, Sendable {
   /// uncalled, `.failed`), on that thread: the library ignored the call. Its
   /// ``stageEnded(_:outcome:)`` came before, at the cancellation.
   func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome)
+
+  /// A `retry` is about to wait `wait` before its next attempt, on the thread where attempt
+  /// number `attempt` (from 1) failed with `error`. `stage` is the retry as written:
+  /// `fetch.retry(3, delay: 0.1 seconds)`.
+  func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error)
+  /// A `hedged` function started hedge number `hedge` (from 1; the primary is 0), on the thread
+  /// that started it. `stage` is the hedged function as written.
+  func hedgeStarted(_ stage: String, hedge: Int)
+  /// A run's outcome, or its admission, moved `breaker` from one state to another.
+  func circuitBreakerChanged(
+    _ breaker: CircuitBreaker, from old: CircuitBreaker.State, to new: CircuitBreaker.State)
+  /// `breaker` turned a run away without calling its function.
+  func runRejected(by breaker: CircuitBreaker, error: BrokenCircuitError)
 }
 
 extension RunObserver {
@@ -35,6 +48,19 @@ extension RunObserver {
 
   /// Ignores late calls: an observer that does not draw them need not implement this.
   public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {}
+}
+
+extension RunObserver {
+  /// Ignores retries: an observer that does not draw them need not implement this.
+  public func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error) {}
+  /// Ignores hedges: an observer that does not draw them need not implement this.
+  public func hedgeStarted(_ stage: String, hedge: Int) {}
+  /// Ignores breakers: an observer that does not draw them need not implement this.
+  public func circuitBreakerChanged(
+    _ breaker: CircuitBreaker, from old: CircuitBreaker.State, to new: CircuitBreaker.State
+  ) {}
+  /// Ignores rejections: an observer that does not draw them need not implement this.
+  public func runRejected(by breaker: CircuitBreaker, error: BrokenCircuitError) {}
 }
 
 /// How a stage ended, as seen by a ``RunObserver``.

@@ -98,7 +98,34 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
   }
 
+  /// A moment of note between stages: a retry about to wait, a hedge starting.
+  public struct Mark: Sendable, Hashable {
+    /// What happened.
+    public enum Kind: Sendable, Hashable {
+      /// A retry is about to wait `wait` after attempt number `attempt` failed.
+      case retry(attempt: Int, wait: Duration)
+      /// A hedged function started hedge number `hedge` (from 1).
+      case hedge(Int)
+    }
+
+    /// The retry or hedged function, as written: `fetch.retry(3)`.
+    public let stage: String
+    /// What happened.
+    public let kind: Kind
+    /// When, in monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`).
+    public let time: UInt64
+
+    /// The row's name: `↻ after attempt 2`, `⑂ hedge 1`.
+    var label: String {
+      switch kind {
+      case .retry(let attempt, _): "↻ after attempt \(attempt)"
+      case .hedge(let hedge): "⑂ hedge \(hedge)"
+      }
+    }
+  }
+
   private struct State {
+    var marks: [Mark] = []
     var spans: [Span] = []
     /// The clock's reading at the first stage's start: the run's start, time zero.
     var origin: Duration?
@@ -144,6 +171,27 @@ public final class Timeline: RunObserver, CustomStringConvertible {
 
   /// Every span recorded so far, in the order the stages started.
   public var spans: [Span] { state.withLock { $0.spans } }
+
+  /// Every retry and hedge recorded so far, in the order they happened.
+  public var marks: [Mark] { state.withLock { $0.marks } }
+
+  /// Records a retry about to wait.
+  public func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error _: any Error) {
+    mark(stage, .retry(attempt: attempt, wait: wait))
+  }
+
+  /// Records a hedge's start.
+  public func hedgeStarted(_ stage: String, hedge: Int) {
+    mark(stage, .hedge(hedge))
+  }
+
+  private func mark(_ stage: String, _ kind: Mark.Kind) {
+    state.withLock { state in
+      // Read under the lock, as a span's start is, so the marks stay in order.
+      let now = DispatchTime.now().uptimeNanoseconds
+      state.marks.append(Mark(stage: stage, kind: kind, time: now))
+    }
+  }
 
   /// Records a stage's start. Called by the run, on the thread that starts the stage.
   public func stageStarted(_ stage: StageRecord) {
@@ -192,7 +240,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// and where the stage started and, when different, completed. A stage that succeeded is
   /// drawn with `█`, a failed one with `▓`, a cancelled one with `▒` (ending when its run
   /// cancelled it), one still running with `░`; `×` marks the moment a cancelled stage called
-  /// back anyway, a call the run ignored.
+  /// back anyway, a call the run ignored. After the stages, one row per retry or hedge marks
+  /// its moment: `↻` a retry about to wait (the row names the failed attempt, then the wait
+  /// and the retry), `⑂` a hedge starting (then the hedged function).
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -205,11 +255,11 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// - Returns: The chart, one line per stage after a header line, without a trailing newline.
   /// - Complexity: O(*n* × `width`) for *n* spans.
   public func renderGantt(width: Int = 48) -> String {
-    let spans = self.spans
+    let (spans, marks) = state.withLock { ($0.spans, $0.marks) }
     guard !spans.isEmpty else { return "(no stages ran)" }
     let width = max(width, 1)
     let scale = Scale(spans)
-    let nameWidth = spans.map(\.name.count).max()!
+    let nameWidth = (spans.map(\.name.count) + marks.map(\.label.count)).max()!
     let end = Scale.milliseconds(scale.total) + " ms"
     let axis = "0 ms".padding(to: max(width - end.count, 5)) + end
     var lines = [String(repeating: " ", count: nameWidth + 2) + axis]
@@ -235,6 +285,26 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       lines.append(
         span.name.padding(to: nameWidth) + " |" + String(bar) + "| "
           + duration.leftPadding(to: 9) + "  " + place)
+    }
+    for mark in marks {
+      var bar = Array(String(repeating: " ", count: width))
+      let column = mark.time < scale.first ? 0 : min(scale.column(mark.time, width), width - 1)
+      var note = mark.stage
+      switch mark.kind {
+      case .retry(_, let wait):
+        bar[column] = "↻"
+        let (seconds, attoseconds) = wait.components
+        let nanoseconds = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let waited =
+          nanoseconds.overflow
+          ? "\(wait)"
+          : Scale.milliseconds(nanoseconds.partialValue &+ UInt64(attoseconds / 1_000_000_000))
+            + " ms"
+        note = "wait " + waited + "  " + note
+      case .hedge:
+        bar[column] = "⑂"
+      }
+      lines.append(mark.label.padding(to: nameWidth) + " |" + String(bar) + "| " + note)
     }
     return lines.joined(separator: "\n")
   }

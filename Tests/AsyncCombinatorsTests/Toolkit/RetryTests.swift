@@ -109,31 +109,13 @@ import Testing
     #expect(flaky.count == 3)
   }
 
-  @Test func an_attempt_that_fails_after_the_cancellation_ends_the_run_with_cancellation() {
+  @Test func an_attempt_that_fails_after_the_cancellation_is_not_retried() {
     // The run was stopped: the failure it would have retried (or ended with) is not its outcome.
     let policy = RetryPolicy(times: 3, delay: .seconds(1), backoff: 1, shouldRetry: { _ in true })
-    let failed = Result<Int, any Error>.failure(TestError(1))
-    for attempt in [1, 4] {
-      guard
-        case .finish(let result) = policy.step(after: failed, attempt: attempt, isCancelled: true)
-      else {
-        Issue.record("attempt \(attempt) of a cancelled run was retried")
-        continue
-      }
-      #expect(result.failure is CancellationError, "attempt \(attempt)")
-    }
-    guard case .retry(after: let wait) = policy.step(after: failed, attempt: 1, isCancelled: false)
-    else {
-      Issue.record("a live run's first failure was not retried")
-      return
-    }
-    #expect(wait == .seconds(1))
-    guard case .finish(let last) = policy.step(after: failed, attempt: 4, isCancelled: false)
-    else {
-      Issue.record("a live run's last failure was retried")
-      return
-    }
-    #expect(last.failure as? TestError == TestError(1))
+    #expect(!policy.retries(TestError(1), attempt: 1, isCancelled: true))
+    #expect(policy.retries(TestError(1), attempt: 1, isCancelled: false))
+    #expect(policy.retries(TestError(1), attempt: 3, isCancelled: false))
+    #expect(!policy.retries(TestError(1), attempt: 4, isCancelled: false))
   }
 
   @Test func a_run_cancelled_mid_attempt_ends_with_cancellation() {
@@ -152,9 +134,10 @@ import Testing
   @Test func backoff_multiplies_each_wait() {
     let policy = RetryPolicy(
       times: 4, delay: .milliseconds(100), backoff: 3, shouldRetry: { _ in true })
-    #expect(policy.delay(before: 1) == .milliseconds(100))
-    #expect(policy.delay(before: 2) == .milliseconds(300))
-    #expect(policy.delay(before: 3) == .milliseconds(900))
+    var waits = RetryWaits()
+    #expect(policy.wait(after: TestError(1), waits: &waits) == .milliseconds(100))
+    #expect(policy.wait(after: TestError(2), waits: &waits) == .milliseconds(300))
+    #expect(policy.wait(after: TestError(3), waits: &waits) == .milliseconds(900))
   }
 
   @Test func cancelling_during_the_wait_ends_the_run_promptly() async {
@@ -282,5 +265,227 @@ import Testing
     }
     #expect(try await forgetfulOnce.retry(1)(5) == 5)
     #expect(attempts.value == 2)
+  }
+}
+
+/// What a test sees of a retry: the instants its attempts started at, and the waits it
+/// announced to its observer.
+final class RetryWatch: RunObserver {
+  struct Wait: Equatable {
+    let stage: String
+    let attempt: Int
+    let wait: Duration
+  }
+
+  let waits = Locked<[Wait]>([])
+  func stageStarted(_ stage: StageRecord) {}
+  func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
+  func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error) {
+    waits.withLock { $0.append(Wait(stage: stage, attempt: attempt, wait: wait)) }
+  }
+  var durations: [Duration] { waits.withLock { $0.map(\.wait) } }
+}
+
+/// Runs `function` on `clock` to its end, advancing the clock to each timer in turn.
+func driveToEnd<Output: Sendable>(
+  _ function: AsyncFunc<String, Output>, on clock: TestClock, observer: RetryWatch = RetryWatch()
+) -> Result<Output, any Error>? {
+  let outcome = Locked<Result<Output, any Error>?>(nil)
+  function.run("x", observer: observer) { result in outcome.withLock { $0 = result } }
+  while outcome.withLock({ $0 }) == nil, let next = clock.nextDeadline { clock.advance(to: next) }
+  return outcome.withLock { $0 }
+}
+
+/// A function that fails `failures` times, then succeeds, recording when each attempt began.
+final class TimedFlaky: Sendable {
+  let clock: TestClock
+  let failures: Int
+  let error: @Sendable (Int) -> any Error
+  let starts = Locked<[Duration]>([])
+
+  init(
+    clock: TestClock, failures: Int = .max,
+    error: @escaping @Sendable (Int) -> any Error = { TestError($0) }
+  ) {
+    self.clock = clock
+    self.failures = failures
+    self.error = error
+  }
+
+  var function: AsyncFunc<String, String> {
+    AsyncFunc(name: "fetch") { input, complete in
+      let attempt = self.starts.withLock { starts in
+        starts.append(TestClock.Instant.start.duration(to: self.clock.now))
+        return starts.count
+      }
+      complete(attempt <= self.failures ? .failure(self.error(attempt)) : .success(input))
+    }
+  }
+
+  /// The attempts' start instants, in seconds from the clock's start.
+  var seconds: [Duration] { starts.withLock { $0 } }
+}
+
+@Suite struct RetryBackoffTests {
+  @Test func waits_grow_by_the_backoff_from_the_delay() throws {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock)
+    let result = driveToEnd(
+      flaky.function.retry(5, delay: .seconds(1), backoff: 2, clock: clock), on: clock)
+    #expect(try #require(result).failure as? TestError == TestError(6))
+    #expect(flaky.seconds == [0, 1, 3, 7, 15, 31].map { .seconds($0) })  // waits 1, 2, 4, 8, 16
+  }
+
+  @Test func max_delay_caps_each_wait() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock)
+    let watch = RetryWatch()
+    _ = driveToEnd(
+      flaky.function.retry(5, delay: .seconds(1), backoff: 2, maxDelay: .seconds(15), clock: clock),
+      on: clock, observer: watch)
+    #expect(watch.durations == [1, 2, 4, 8, 15].map { .seconds($0) })
+    #expect(flaky.seconds == [0, 1, 3, 7, 15, 30].map { .seconds($0) })
+  }
+
+  @Test func a_huge_backoff_saturates_instead_of_crashing() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock)
+    let outcome = Locked<Result<String, any Error>?>(nil)
+    let token = flaky.function.retry(3, delay: .milliseconds(1), backoff: 1e30, clock: clock)
+      .run("x") { result in outcome.withLock { $0 = result } }
+    clock.advance(by: .milliseconds(1))
+    // The second wait, 1e27 s, is beyond what a duration holds: it saturates.
+    #expect(clock.nextDeadline == .start + .milliseconds(1) + RetryPolicy.longestWait)
+    #expect(flaky.seconds.count == 2)
+    token.cancel()
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(clock.nextDeadline == nil)
+  }
+
+  @Test func a_huge_backoff_under_a_max_delay_waits_the_max_delay() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock)
+    let watch = RetryWatch()
+    _ = driveToEnd(
+      flaky.function.retry(
+        3, delay: .milliseconds(1), backoff: 1e30, maxDelay: .seconds(10), clock: clock),
+      on: clock, observer: watch)
+    #expect(watch.durations == [.milliseconds(1), .seconds(10), .seconds(10)])
+  }
+
+  @Test func scaling_saturates_at_the_longest_wait() {
+    #expect(scaled(.milliseconds(1), by: 1e30) == RetryPolicy.longestWait)
+    #expect(scaled(.seconds(1), by: .infinity) == RetryPolicy.longestWait)
+    #expect(scaled(.zero, by: .infinity) == .zero)
+    #expect(scaled(.seconds(3), by: 0.5) == .milliseconds(1500))
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func a_huge_backoff_on_the_default_clock_does_not_crash() async {
+    await hugeBackoffEndsWhenCancelled(on: ContinuousClock())
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func a_huge_backoff_on_a_clock_that_sleeps_does_not_crash() async {
+    await hugeBackoffEndsWhenCancelled(on: SuspendingClock())
+  }
+
+  private func hugeBackoffEndsWhenCancelled<C: Clock>(on clock: C) async
+  where C.Duration == Duration {
+    let reached = Countdown(2)
+    let attempts = Atomic(0)
+    let failing = AsyncFunc<Int, Int> { _, complete in
+      attempts.add(1, ordering: .relaxed)
+      reached.tick()
+      complete(.failure(TestError(1)))
+    }
+    let done = Gate()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let retried = failing.retry(2, delay: .milliseconds(1), backoff: 1e30, clock: clock)
+    let token = retried.run(1) { result in
+      outcome.withLock { $0 = result }
+      done.open()
+    }
+    await reached.wait()  // The second attempt failed: its retry now waits "forever".
+    token.cancel()
+    await done.wait()
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(attempts.load(ordering: .relaxed) == 2)
+  }
+
+  @Test func cancelling_a_wait_on_the_test_clock_ends_the_run_at_once_and_disarms_the_timer() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock)
+    let outcome = Locked<Result<String, any Error>?>(nil)
+    let token = flaky.function.retry(3, delay: .seconds(5), clock: clock).run("x") { result in
+      outcome.withLock { $0 = result }
+    }
+    #expect(clock.nextDeadline == .start + .seconds(5))
+    token.cancel()
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(clock.nextDeadline == nil)
+    #expect(flaky.seconds.count == 1)
+  }
+
+  struct Throttled: RetryAfterHint, Equatable {
+    let retryAfter: Duration?
+  }
+
+  @Test func a_retry_after_hint_is_waited_exactly_and_not_jittered() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock, failures: 2) { _ in Throttled(retryAfter: .seconds(7)) }
+    let result = driveToEnd(
+      flaky.function.retry(3, delay: .seconds(1), jitter: .full, clock: clock), on: clock)
+    #expect((try? result?.get()) == "x")
+    #expect(flaky.seconds == [0, 7, 14].map { .seconds($0) })
+  }
+
+  @Test func a_retry_after_hint_is_capped_by_max_delay() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock, failures: 1) { _ in Throttled(retryAfter: .seconds(7)) }
+    _ = driveToEnd(
+      flaky.function.retry(1, maxDelay: .seconds(5), clock: clock), on: clock)
+    #expect(flaky.seconds == [0, 5].map { .seconds($0) })
+  }
+
+  @Test func a_nil_hint_falls_back_to_the_computed_wait() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock, failures: 1) { _ in Throttled(retryAfter: nil) }
+    _ = driveToEnd(flaky.function.retry(1, delay: .seconds(2), clock: clock), on: clock)
+    #expect(flaky.seconds == [0, 2].map { .seconds($0) })
+  }
+
+  @Test func the_observer_hears_each_wait_with_the_stage_and_attempt() {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock, failures: 2)
+    let watch = RetryWatch()
+    _ = driveToEnd(
+      flaky.function.retry(2, delay: .seconds(1), backoff: 3, clock: clock), on: clock,
+      observer: watch)
+    let stage = "fetch.retry(2, delay: 1.0 seconds, backoff: 3.0)"
+    #expect(
+      watch.waits.withLock { $0 } == [
+        RetryWatch.Wait(stage: stage, attempt: 1, wait: .seconds(1)),
+        RetryWatch.Wait(stage: stage, attempt: 2, wait: .seconds(3)),
+      ])
+  }
+
+  @Test func the_description_reads_as_the_call() {
+    let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }
+    #expect(
+      "\(fetch.retry(3, delay: .milliseconds(100), jitter: .full))"
+        == "fetch.retry(3, delay: 0.1 seconds, jitter: .full)")
+    #expect(
+      "\(fetch.retry(1, delay: .seconds(1), backoff: 2, maxDelay: .seconds(10)))"
+        == "fetch.retry(1, delay: 1.0 seconds, backoff: 2.0, maxDelay: 10.0 seconds)")
+    #expect(
+      "\(fetch.retry(2, budget: RetryBudget()))"
+        == "fetch.retry(2, budget: RetryBudget(tokens: 500, retryCost: 5, successRefund: 1))")
+  }
+
+  @Test func a_negative_max_delay_is_a_precondition_failure() async {
+    await #expect(processExitsWith: .failure) {
+      _ = AsyncFunc<Int, Int>.identity.retry(1, maxDelay: .seconds(-1))
+    }
   }
 }

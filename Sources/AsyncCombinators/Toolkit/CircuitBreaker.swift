@@ -1,0 +1,410 @@
+/// Stops calling a service that keeps failing, for a while, so that it can recover and its
+/// callers fail fast instead of waiting on it.
+///
+/// A breaker counts the outcomes of the functions it guards (``AsyncFunc/guarded(by:)``) and
+/// moves between four states:
+///
+/// - ``State/closed``: runs pass. Outcomes of the last `samplingDuration` are counted; once
+///   at least `minimumThroughput` have finished in that window and failures / finished is at
+///   least `failureRatio`, the breaker opens. `CancellationError`, and errors for which
+///   `isFailure` is false, count as nothing.
+/// - ``State/open``: runs fail at once with ``BrokenCircuitError``, whose `retryAfter` is the
+///   time left; the function is not called. After `breakDuration` the breaker is half-open.
+/// - ``State/halfOpen``: exactly one run, the probe, reaches the function; the others fail
+///   with ``BrokenCircuitError``. The probe's success closes the breaker with a fresh window;
+///   its failure opens it for another `breakDuration`. A probe that is cancelled, or never
+///   calls back, lets a new probe through one `breakDuration` after it started; a probe that
+///   fails with an error that is not a failure lets the next run probe at once.
+/// - ``State/isolated``: held open by ``isolate()`` until ``reset()``.
+///
+/// One breaker may guard many functions, from any thread: however many runs arrive at once,
+/// no more than one probe is let through.
+///
+/// ```swift
+/// let clock = TestClock()  // from AsyncCombinatorsTesting: time moves when the test says
+/// let payments = CircuitBreaker(
+///   name: "payments", failureRatio: 0.5, minimumThroughput: 2, breakDuration: .seconds(30),
+///   clock: clock)
+/// let charge = AsyncFunc<Int, Int>(name: "charge") { _, complete in
+///   complete(.failure(NetworkError.offline))
+/// }.guarded(by: payments)
+/// for amount in [10, 20, 30] {
+///   do { _ = try await charge(amount) } catch { print(error) }
+/// }
+/// print(payments.state)
+/// // prints NetworkError.offline
+/// // prints NetworkError.offline
+/// // prints circuit breaker payments is open: retry after 30.0 seconds
+/// // prints open
+/// ```
+public final class CircuitBreaker: Sendable, CustomStringConvertible {
+  /// Where a breaker is in its cycle.
+  public enum State: Sendable, Hashable {
+    /// Runs pass, and their outcomes are counted.
+    case closed
+    /// Runs fail fast until the break is over.
+    case open
+    /// One run, the probe, tries the function; the others fail fast.
+    case halfOpen
+    /// Held open by ``CircuitBreaker/isolate()`` until ``CircuitBreaker/reset()``.
+    case isolated
+  }
+
+  /// The breaker's name, for errors and descriptions.
+  let name: String?
+  let isFailure: @Sendable (any Error) -> Bool
+  /// The time elapsed on the breaker's clock since it was made.
+  private let now: @Sendable () -> Duration
+  private let controller: Locked<BreakerController>
+
+  /// Creates a closed breaker.
+  ///
+  /// - Parameters:
+  ///   - name: What errors and descriptions call the breaker.
+  ///   - failureRatio: The share of failures, in `(0, 1]`, at which the breaker opens.
+  ///   - minimumThroughput: How many outcomes the window must hold before the breaker may
+  ///     open; 1 or more.
+  ///   - samplingDuration: How far back outcomes are counted; more than zero. The window
+  ///     moves in tenths of it: an outcome is forgotten between nine tenths of
+  ///     `samplingDuration` and all of it after it was counted.
+  ///   - breakDuration: How long the breaker stays open; more than zero.
+  ///   - isFailure: Whether an error counts as a failure; an error it declines counts as
+  ///     nothing.
+  ///   - clock: The clock the durations are measured on; `ContinuousClock()` unless given.
+  public init<C: Clock>(
+    name: String? = nil, failureRatio: Double = 0.1, minimumThroughput: Int = 100,
+    samplingDuration: Duration = .seconds(30), breakDuration: Duration = .seconds(5),
+    isFailure: @escaping @Sendable (any Error) -> Bool = { _ in true },
+    clock: C = ContinuousClock()
+  ) where C.Duration == Duration {
+    precondition(
+      failureRatio > 0 && failureRatio <= 1,
+      "CircuitBreaker(failureRatio: \(failureRatio)): must be in (0, 1]")
+    precondition(
+      minimumThroughput >= 1,
+      "CircuitBreaker(minimumThroughput: \(minimumThroughput)): must be at least 1")
+    precondition(
+      samplingDuration > .zero,
+      "CircuitBreaker(samplingDuration: \(samplingDuration)): must be more than zero")
+    precondition(
+      breakDuration > .zero,
+      "CircuitBreaker(breakDuration: \(breakDuration)): must be more than zero")
+    self.name = name
+    self.isFailure = isFailure
+    let origin = clock.now
+    now = { origin.duration(to: clock.now) }
+    controller = Locked(
+      BreakerController(
+        failureRatio: failureRatio, minimumThroughput: minimumThroughput,
+        samplingDuration: samplingDuration, breakDuration: breakDuration))
+  }
+
+  /// The state now: an open breaker whose break is over reads as half-open.
+  public var state: State {
+    let time = now()
+    return controller.withLock { $0.state(at: time) }
+  }
+
+  /// Holds the breaker open, whatever the outcomes, until ``reset()``.
+  public func isolate() {
+    controller.withLock { $0.isolate() }
+  }
+
+  /// Closes the breaker with a fresh window, whatever its state.
+  public func reset() {
+    controller.withLock { $0.reset() }
+  }
+
+  /// `CircuitBreaker(payments, closed)`.
+  public var description: String {
+    "CircuitBreaker(\(name.map { "\($0), " } ?? "")\(state))"
+  }
+
+  /// What a guarded function's description calls the breaker.
+  var label: String { name ?? "breaker" }
+
+  /// Lets a run through, or turns it away with the error it fails with.
+  func admit(observer: (any RunObserver)?) -> Result<BreakerTicket, BrokenCircuitError> {
+    let time = now()
+    let (decision, change) = controller.withLock { $0.admit(at: time) }
+    let admission = decision.mapError {
+      BrokenCircuitError(breaker: name, retryAfter: $0.retryAfter)
+    }
+    if let observer {
+      if let change { observer.circuitBreakerChanged(self, from: change.from, to: change.to) }
+      if case .failure(let error) = admission { observer.runRejected(by: self, error: error) }
+    }
+    return admission
+  }
+
+  /// Counts the outcome of a run it let through.
+  func record(_ ticket: BreakerTicket, _ outcome: BreakerOutcome, observer: (any RunObserver)?) {
+    let time = now()
+    let change = controller.withLock { $0.record(ticket, outcome, at: time) }
+    if let observer, let change {
+      observer.circuitBreakerChanged(self, from: change.from, to: change.to)
+    }
+  }
+}
+
+/// The error of a run that a ``CircuitBreaker`` turned away without calling its function.
+///
+/// Its ``retryAfter`` is the time until the breaker may let a run through again, so a
+/// `retry` outside the guard waits exactly that long; `nil` while the breaker is isolated.
+public struct BrokenCircuitError: RetryAfterHint, Sendable, CustomStringConvertible {
+  /// The name of the breaker that turned the run away.
+  public let breaker: String?
+  /// The time until the breaker may let a run through again; `nil` while it is isolated.
+  public let retryAfter: Duration?
+
+  /// `circuit breaker payments is open: retry after 30.0 seconds`.
+  public var description: String {
+    let who = breaker.map { "circuit breaker \($0)" } ?? "circuit breaker"
+    guard let retryAfter else { return "\(who) is isolated" }
+    return "\(who) is open: retry after \(retryAfter)"
+  }
+}
+
+extension AsyncFunc {
+  /// Runs this function through `breaker`: while the breaker is open, runs fail at once with
+  /// ``BrokenCircuitError`` and the function is not called; the outcomes of the runs it lets
+  /// through are what it counts.
+  ///
+  /// ```swift
+  /// let payments = CircuitBreaker(name: "payments")
+  /// let charge = AsyncFunc<Int, Int>.sync(name: "charge") { $0 }
+  /// print(charge.guarded(by: payments))
+  /// // prints charge.guarded(by: payments)
+  /// ```
+  ///
+  /// - Parameter breaker: The breaker; it may guard other functions too.
+  /// - Returns: A function with the same input and output.
+  /// - Complexity: O(1) per run, under the breaker's lock.
+  public func guarded(by breaker: CircuitBreaker) -> AsyncFunc {
+    let inner = program
+    return AsyncFunc(modifying: inner, call: "guarded(by: \(breaker.label))") {
+      input, token, report in
+      switch breaker.admit(observer: token.observer) {
+      case .failure(let error):
+        report.fail(error)
+      case .success(let ticket):
+        inner.start(
+          input, token: token,
+          sink: BreakerSink(breaker: breaker, ticket: ticket, token: token, report: report))
+      }
+    }
+  }
+}
+
+/// One guarded run: tells the breaker how it ended, then its stage.
+private final class BreakerSink: StageSink {
+  private let breaker: CircuitBreaker
+  private let ticket: BreakerTicket
+  private let token: CancellationToken
+  private let report: StageReport
+
+  init(
+    breaker: CircuitBreaker, ticket: BreakerTicket, token: CancellationToken,
+    report: StageReport
+  ) {
+    self.breaker = breaker
+    self.ticket = ticket
+    self.token = token
+    self.report = report
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    breaker.record(ticket, .success, observer: token.observer)
+    report.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    let outcome: BreakerOutcome =
+      if error is CancellationError || token.isCancelled {
+        .cancelled
+      } else if breaker.isFailure(error) {
+        .failure
+      } else {
+        .notFailure
+      }
+    breaker.record(ticket, outcome, observer: token.observer)
+    report.fail(error)
+  }
+}
+
+/// How a guarded run ended, for its breaker.
+enum BreakerOutcome {
+  case success
+  case failure
+  /// An error the breaker's `isFailure` declines.
+  case notFailure
+  /// The run was cancelled: it says nothing about the service.
+  case cancelled
+}
+
+/// Which admission a run's outcome belongs to: a run let through while closed, in one
+/// window, or a probe. An outcome whose admission is no longer current counts as nothing.
+enum BreakerTicket {
+  case closed(generation: UInt64)
+  case probe(UInt64)
+}
+
+/// Every state and transition of a ``CircuitBreaker``, kept under its lock. Times are
+/// durations since the breaker was made, on its clock.
+struct BreakerController {
+  private enum Phase {
+    /// Runs pass; their outcomes fill `window`.
+    case closed
+    /// Runs fail fast until `until`; the first run after it is the probe.
+    case open(until: Duration)
+    /// Probe `probe` is out (none when `nil`); if it has not called back by `nextProbe`, the
+    /// next run is a new probe.
+    case halfOpen(probe: UInt64?, nextProbe: Duration)
+    /// Held open until `reset()`.
+    case isolated
+  }
+
+  struct Change {
+    let from: CircuitBreaker.State
+    let to: CircuitBreaker.State
+  }
+
+  /// Why a run was turned away.
+  struct Rejection: Error {
+    let retryAfter: Duration?
+  }
+
+  let failureRatio: Double
+  let minimumThroughput: Int
+  let samplingDuration: Duration
+  let breakDuration: Duration
+  private var phase = Phase.closed
+  /// The outcomes counted while closed; replaced whenever the breaker closes.
+  private var window = HealthWindow()
+  /// Changes at every close and every probe, so that late outcomes of earlier admissions
+  /// count as nothing.
+  private var generation: UInt64 = 0
+
+  init(
+    failureRatio: Double, minimumThroughput: Int, samplingDuration: Duration,
+    breakDuration: Duration
+  ) {
+    self.failureRatio = failureRatio
+    self.minimumThroughput = minimumThroughput
+    self.samplingDuration = samplingDuration
+    self.breakDuration = breakDuration
+  }
+
+  func state(at now: Duration) -> CircuitBreaker.State {
+    switch phase {
+    case .closed: .closed
+    case .open(let until): now < until ? .open : .halfOpen
+    case .halfOpen: .halfOpen
+    case .isolated: .isolated
+    }
+  }
+
+  /// Lets a run through, or says how long until one may pass.
+  mutating func admit(at now: Duration) -> (Result<BreakerTicket, Rejection>, Change?) {
+    switch phase {
+    case .closed:
+      return (.success(.closed(generation: generation)), nil)
+    case .isolated:
+      return (.failure(Rejection(retryAfter: nil)), nil)
+    case .open(let until):
+      guard now >= until else { return (.failure(Rejection(retryAfter: until - now)), nil) }
+      return (.success(probe(at: now)), Change(from: .open, to: .halfOpen))
+    case .halfOpen(let probe, let nextProbe):
+      guard probe == nil || now >= nextProbe else {
+        return (.failure(Rejection(retryAfter: nextProbe - now)), nil)
+      }
+      return (.success(self.probe(at: now)), nil)
+    }
+  }
+
+  private mutating func probe(at now: Duration) -> BreakerTicket {
+    generation &+= 1
+    phase = .halfOpen(probe: generation, nextProbe: now + breakDuration)
+    return .probe(generation)
+  }
+
+  /// Counts how an admitted run ended.
+  mutating func record(_ ticket: BreakerTicket, _ outcome: BreakerOutcome, at now: Duration)
+    -> Change?
+  {
+    switch (ticket, phase) {
+    case (.closed(let admitted), .closed) where admitted == generation:
+      switch outcome {
+      case .success: window.add(failed: false, at: now, sampling: samplingDuration)
+      case .failure: window.add(failed: true, at: now, sampling: samplingDuration)
+      case .notFailure, .cancelled: return nil
+      }
+      let (finished, failures) = window.totals
+      guard finished >= minimumThroughput,
+        Double(failures) >= failureRatio * Double(finished)
+      else { return nil }
+      open(at: now)
+      return Change(from: .closed, to: .open)
+    case (.probe(let admitted), .halfOpen(let probe?, let nextProbe)) where admitted == probe:
+      switch outcome {
+      case .success:
+        reset()
+        return Change(from: .halfOpen, to: .closed)
+      case .failure:
+        open(at: now)
+        return Change(from: .halfOpen, to: .open)
+      case .notFailure:
+        phase = .halfOpen(probe: nil, nextProbe: nextProbe)
+        return nil
+      case .cancelled:
+        return nil
+      }
+    default:
+      return nil
+    }
+  }
+
+  private mutating func open(at now: Duration) {
+    generation &+= 1
+    phase = .open(until: now + breakDuration)
+  }
+
+  mutating func isolate() {
+    generation &+= 1
+    phase = .isolated
+  }
+
+  mutating func reset() {
+    generation &+= 1
+    phase = .closed
+    window = HealthWindow()
+  }
+}
+
+/// The outcomes of the last `samplingDuration`, in slices a tenth of it wide: a slice is
+/// forgotten whole once `samplingDuration` has passed since it began.
+struct HealthWindow {
+  private struct Slice {
+    let start: Duration
+    var finished = 0
+    var failures = 0
+  }
+
+  /// Oldest first; at most eleven.
+  private var slices: [Slice] = []
+
+  mutating func add(failed: Bool, at now: Duration, sampling: Duration) {
+    while let oldest = slices.first, now - oldest.start >= sampling { slices.removeFirst() }
+    if let last = slices.indices.last, now - slices[last].start < sampling / 10 {
+      slices[last].finished += 1
+      if failed { slices[last].failures += 1 }
+    } else {
+      slices.append(Slice(start: now, finished: 1, failures: failed ? 1 : 0))
+    }
+  }
+
+  /// Outcomes and failures in the window, as of the last `add`.
+  var totals: (finished: Int, failures: Int) {
+    slices.reduce((0, 0)) { ($0.0 + $1.finished, $0.1 + $1.failures) }
+  }
+}
