@@ -28,21 +28,42 @@ extension AsyncFunc {
   /// - Complexity: O(1) amortized per run to enter and leave the gate.
   public func limit(_ n: Int, file: StaticString = #fileID, line: UInt = #line) -> AsyncFunc {
     precondition(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
-    let limited = LimitedFunction(Admission(limit: n), program)
-    return AsyncFunc(modifying: program, call: "limit(\(n))") { input, token, report in
-      limited.gate.enter(LimitedRun(limited, token, report), input: input)
+    return limitedStage(LimitedFunction(Admission(capacity: n), program), call: "limit(\(n))")
+  }
+
+  /// The stage every gated modifier makes: each run enters `function`'s gate.
+  func limitedStage(_ function: LimitedFunction, call: String) -> AsyncFunc {
+    AsyncFunc(modifying: program, call: call) { input, token, report in
+      function.gate.enter(
+        LimitedRun(function, token, report), input: input, weight: function.weight,
+        priority: function.priority)
     }
   }
 }
 
-/// What every run of one `limit` shares: its gate and the function it limits.
-private final class LimitedFunction: Sendable {
+/// What every run through one gate shares: the gate, the function it gates, and how a run
+/// takes its slot.
+final class LimitedFunction: Sendable {
   let gate: Admission<LimitedRun>
   let inner: Program
+  let weight: Int
+  let priority: Int
+  /// Deliver a run's result before its slot goes to the next run, as a line does; a limit
+  /// frees the slot first, so that it limits this function, not what runs after it.
+  let deliversFirst: Bool
+  /// Where a work queue counts the outcomes of the runs that started.
+  let outcomes: JobOutcomes?
 
-  init(_ gate: Admission<LimitedRun>, _ inner: Program) {
+  init(
+    _ gate: Admission<LimitedRun>, _ inner: Program, weight: Int = 1, priority: Int = 0,
+    deliversFirst: Bool = false, outcomes: JobOutcomes? = nil
+  ) {
     self.gate = gate
     self.inner = inner
+    self.weight = weight
+    self.priority = priority
+    self.deliversFirst = deliversFirst
+    self.outcomes = outcomes
   }
 }
 
@@ -54,7 +75,7 @@ private final class LimitedFunction: Sendable {
 /// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only
 /// there, before the inner run starts, and read once its bodies are done. `inner` is set at
 /// `init` and let go once the count is quiet, after which nothing reads it.
-private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
+final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
   private let function: LimitedFunction
   private let report: StageReport
   let waitsOn: CancellationToken
@@ -86,19 +107,38 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
     leave()
   }
 
+  /// The queue limit sent it away: it fails with the rejection and started nothing.
+  func rejected(_ error: LimitExceeded) {
+    inner?.link.remove()
+    report.fail(error)
+    leave()
+  }
+
   override func becameQuiet() {
     inner = nil
-    if holdsSlot { function.gate.leave() }
+    if holdsSlot { function.gate.leave(weight: function.weight) }
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
-    release()
+    function.outcomes?.completed()
+    guard function.deliversFirst else {
+      release()
+      return report.succeed(value)
+    }
+    inner?.link.remove()
     report.succeed(value)
+    leave()
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
-    release()
+    function.outcomes?.failed()
+    guard function.deliversFirst else {
+      release()
+      return report.fail(error)
+    }
+    inner?.link.remove()
     report.fail(error)
+    leave()
   }
 
   /// First, so that the slot limits this function, not what runs after it. The run's token
