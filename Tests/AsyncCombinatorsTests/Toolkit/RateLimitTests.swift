@@ -68,7 +68,7 @@ private final class Starts: Sendable {
 
   @Test func a_token_bucket_never_admits_more_than_burst_plus_rate_times_the_interval() {
     let seed = UInt64.random(in: 0...UInt64.max)
-    var random = SplitMix(seed)
+    var random = SplitMix64(seed: seed)
     let clock = TestClock()
     let starts = Starts(clock)
     let (permits, period, burst) = (5, Duration.seconds(2), 3)
@@ -144,18 +144,5 @@ private final class Starts: Sendable {
     #expect(
       "\(Limiter(rate: .fixedWindow(5, per: .seconds(1)), queue: .none))"
         == "Limiter(rate: fixedWindow(5, per: 1.0 seconds), queue: none)")
-  }
-}
-
-/// A small seeded generator, so that a failing seed replays.
-struct SplitMix {
-  private var state: UInt64
-  init(_ seed: UInt64) { state = seed }
-  mutating func next() -> UInt64 {
-    state &+= 0x9E37_79B9_7F4A_7C15
-    var z = state
-    z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-    z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-    return z ^ (z >> 31)
   }
 }
