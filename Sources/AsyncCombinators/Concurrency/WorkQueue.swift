@@ -10,13 +10,14 @@ import Synchronization
 ///
 /// ```swift
 /// let downloads = WorkQueue(limit: 2)
-/// let names = Recorder<String>()
-/// for name in ["a", "b", "c"] {
-///   downloads.submit { names.record(name) }
-/// }
+/// let sizes = (1...3).map { n in downloads.submit { n * 100 } }
+/// for size in sizes { print(try await size.value) }
 /// await downloads.drained()
-/// print(names.all.sorted(), downloads.progress)
-/// // prints ["a", "b", "c"] 3/3 done (0 failed, 0 in flight)
+/// print(downloads.progress)
+/// // prints 100
+/// // prints 200
+/// // prints 300
+/// // prints 3/3 done (0 failed, 0 in flight)
 /// ```
 public final class WorkQueue: Sendable {
   /// Which waiting job starts first: the higher, and among equals the one submitted first.
