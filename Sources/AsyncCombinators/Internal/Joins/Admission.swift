@@ -146,18 +146,18 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
 
     /// Whether a waiter of `weight` and `priority` may start now, taking its slot if so.
-    mutating func admitNow(weight: Int, priority: Int, at now: () -> Duration) -> Bool {
+    mutating func admitNow(weight: Int, priority: Int, on clock: AdmissionClock?) -> Bool {
       guard !isPaused, used + weight <= capacity else { return false }
       if let head = lanes.first, head.priority >= priority { return false }
-      if rate != nil, !rate!.take(weight, at: now()) { return false }
+      if rate != nil, !rate!.take(weight, at: clock?.elapsed() ?? .zero) { return false }
       used += weight
       holders += 1
       return true
     }
 
     /// How long until the rate budget could admit `weight`; `nil` without a rate budget.
-    func retryAfter(weight: Int, at now: () -> Duration) -> Duration? {
-      rate?.wait(for: weight, at: now())
+    func retryAfter(weight: Int, on clock: AdmissionClock?) -> Duration? {
+      rate?.wait(for: weight, at: clock?.elapsed() ?? .zero)
     }
 
     private func watch(for token: ObjectIdentifier) -> Watch? {
@@ -240,12 +240,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
 
     /// The next step of the drain loop: the head of the highest lane if it may start.
-    mutating func nextStep(at now: () -> Duration) -> Step {
+    mutating func nextStep(on clock: AdmissionClock?) -> Step {
       guard !isPaused, let head = lanes.first?.first else { return .stop(refillIn: nil) }
       let weight = head.place.weight
       guard used + weight <= capacity else { return .stop(refillIn: nil) }
       if rate != nil {
-        let time = now()
+        let time = clock?.elapsed() ?? .zero
         guard rate!.take(weight, at: time) else {
           return .stop(refillIn: rate!.wait(for: weight, at: time))
         }
@@ -299,8 +299,6 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
   }
 
-  private var now: () -> Duration { { self.clock?.elapsed() ?? .zero } }
-
   /// How many waiters the gate holds: exactly those still waiting.
   var queuedEntries: Int { state.withLock { $0.waitingCount } }
 
@@ -318,14 +316,13 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   func enter(_ waiter: Waiter, input: AnyValue, weight: Int = 1, priority: Int = 0) {
     var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
     if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
-    let now = self.now
     let entry = state.withLock { state -> Entry in
-      if state.admitNow(weight: weight, priority: priority, at: now) { return .admitted }
+      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
       switch queueLimit.kind {
       case .none:
-        return .rejected(retryAfter: state.retryAfter(weight: weight, at: now))
+        return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
       case .count(let most) where state.waitingCount >= most:
-        return .rejected(retryAfter: state.retryAfter(weight: weight, at: now))
+        return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
       default: break
       }
       waiter.place.weight = weight
@@ -412,10 +409,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   /// The drain loop: admits waiters in order while they fit.
   private func admitWaiting() {
-    let now = self.now
     while true {
       let step = state.withLock { state -> Step in
-        let step = state.nextStep(at: now)
+        let step = state.nextStep(on: clock)
         guard case .stop(let refillIn) = step else { return step }
         state.isDraining = false
         guard let refillIn, !state.isRefillArmed else { return .stop(refillIn: nil) }
