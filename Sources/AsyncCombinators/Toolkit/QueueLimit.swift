@@ -30,10 +30,16 @@ public struct QueueLimit: Sendable, Hashable, CustomStringConvertible {
 
   /// At most `n` waiting; the next one to arrive is rejected at once.
   ///
-  /// - Parameter n: How many may wait; zero is the same as ``none``.
+  /// - Parameters:
+  ///   - n: How many may wait; zero is the same as ``none``.
+  ///   - file: The caller's file, named when `n` is negative.
+  ///   - line: The caller's line, named when `n` is negative.
   /// - Returns: The limit.
-  public static func count(_ n: Int) -> QueueLimit {
-    precondition(n >= 0, "QueueLimit.count(\(n)): the count must not be negative")
+  public static func count(
+    _ n: Int, file: StaticString = #fileID, line: UInt = #line
+  ) -> QueueLimit {
+    precondition(
+      n >= 0, "QueueLimit.count(\(n)): the count must not be negative", file: file, line: line)
     return QueueLimit(.count(n))
   }
 

@@ -31,13 +31,17 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///   - permits: How many permits come back per `period`; at least 1.
   ///   - period: The period; more than zero.
   ///   - burst: The bucket's size, what may start at once; `permits` when `nil`.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
   /// - Returns: The rate.
   public static func tokenBucket(
-    _ permits: Int, per period: Duration, burst: Int? = nil
+    _ permits: Int, per period: Duration, burst: Int? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> RateLimit {
-    check(permits, period)
+    check(permits, period, file, line)
     let burst = burst ?? permits
-    precondition(burst >= 1, "RateLimit.tokenBucket: the burst must be at least 1")
+    precondition(
+      burst >= 1, "RateLimit.tokenBucket: the burst must be at least 1", file: file, line: line)
     return RateLimit(.tokenBucket(permits: permits, period: period, burst: burst))
   }
 
@@ -49,9 +53,13 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   /// - Parameters:
   ///   - permits: How many per window; at least 1.
   ///   - period: The window's length; more than zero.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
   /// - Returns: The rate.
-  public static func fixedWindow(_ permits: Int, per period: Duration) -> RateLimit {
-    check(permits, period)
+  public static func fixedWindow(
+    _ permits: Int, per period: Duration, file: StaticString = #fileID, line: UInt = #line
+  ) -> RateLimit {
+    check(permits, period, file, line)
     return RateLimit(.fixedWindow(permits: permits, period: period))
   }
 
@@ -62,18 +70,28 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///   - permits: How many per window; at least 1.
   ///   - period: The window's length; more than zero.
   ///   - segments: How many steps the window slides by per `period`; at least 1.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
   /// - Returns: The rate.
   public static func slidingWindow(
-    _ permits: Int, per period: Duration, segments: Int = 4
+    _ permits: Int, per period: Duration, segments: Int = 4,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> RateLimit {
-    check(permits, period)
-    precondition(segments >= 1, "RateLimit.slidingWindow: segments must be at least 1")
+    check(permits, period, file, line)
+    precondition(
+      segments >= 1, "RateLimit.slidingWindow: segments must be at least 1", file: file,
+      line: line)
     return RateLimit(.slidingWindow(permits: permits, period: period, segments: segments))
   }
 
-  private static func check(_ permits: Int, _ period: Duration) {
-    precondition(permits >= 1, "RateLimit: permits must be at least 1, not \(permits)")
-    precondition(period > .zero, "RateLimit: the period must be more than zero")
+  private static func check(
+    _ permits: Int, _ period: Duration, _ file: StaticString, _ line: UInt
+  ) {
+    precondition(
+      permits >= 1, "RateLimit: permits must be at least 1, not \(permits)", file: file,
+      line: line)
+    precondition(
+      period > .zero, "RateLimit: the period must be more than zero", file: file, line: line)
   }
 
   /// The most permits a single run may take.
