@@ -51,7 +51,6 @@ public final class WorkQueue: Sendable {
   }
 
   let gate: Admission<LimitedRun>
-  let outcomes = JobOutcomes()
   private let capacityLimit: QueueLimit
 
   /// A queue that runs at most `limit` jobs at once.
@@ -149,11 +148,11 @@ public final class WorkQueue: Sendable {
   }
 
   /// The jobs completed and failed so far, those running and, in `total`, all of these with
-  /// those waiting: `total` − `completed` − `failed` − `inFlight` are waiting. Jobs cancelled
-  /// or rejected before they started are in none of them.
+  /// those waiting: `total` − `completed` − `failed` − `inFlight` are waiting. A job counts as
+  /// completed or failed once it has given back its slot, and is in flight until then. Jobs
+  /// cancelled or rejected before they started are in none of them.
   public var progress: BatchProgress {
-    let (running, waiting) = gate.counts
-    let (completed, failed) = outcomes.counts
+    let (running, waiting, completed, failed) = gate.counts
     return BatchProgress(
       completed: completed, failed: failed, inFlight: running,
       total: completed + failed + running + waiting)
@@ -185,21 +184,8 @@ extension AsyncFunc {
   /// - Returns: A function with the same input and output, queued.
   public func queued(on queue: WorkQueue, priority: WorkQueue.Priority = .normal) -> AsyncFunc {
     let function = LimitedFunction(
-      queue.gate, program, priority: priority.value, deliversFirst: true,
-      outcomes: queue.outcomes)
+      queue.gate, program, priority: priority.value, deliversFirst: true, countsOutcomes: true)
     return limitedStage(function, call: "queued(on: \(queue), priority: \(priority))")
-  }
-}
-
-/// How many of a queue's jobs completed and failed; atomic counters, read together.
-final class JobOutcomes: Sendable {
-  private let completedCount = Atomic<Int>(0)
-  private let failedCount = Atomic<Int>(0)
-
-  func completed() { completedCount.add(1, ordering: .relaxed) }
-  func failed() { failedCount.add(1, ordering: .relaxed) }
-  var counts: (completed: Int, failed: Int) {
-    (completedCount.load(ordering: .relaxed), failedCount.load(ordering: .relaxed))
   }
 }
 

@@ -51,36 +51,40 @@ final class LimitedFunction: Sendable {
   /// Deliver a run's result before its slot goes to the next run, as a line does; a limit
   /// frees the slot first, so that it limits this function, not what runs after it.
   let deliversFirst: Bool
-  /// Where a work queue counts the outcomes of the runs that started.
-  let outcomes: JobOutcomes?
+  /// Count each run's outcome in the gate as its slot is given back, as a work queue does.
+  let countsOutcomes: Bool
 
   init(
     _ gate: Admission<LimitedRun>, _ inner: Program, weight: Int = 1, priority: Int = 0,
-    deliversFirst: Bool = false, outcomes: JobOutcomes? = nil
+    deliversFirst: Bool = false, countsOutcomes: Bool = false
   ) {
     self.gate = gate
     self.inner = inner
     self.weight = weight
     self.priority = priority
     self.deliversFirst = deliversFirst
-    self.outcomes = outcomes
+    self.countsOutcomes = countsOutcomes
   }
 }
 
-/// One run of a `limit` stage, from the gate to the end of its bodies: the waiter in the
+/// One run through a gate (`limit`, `serialized`, a `Limiter`, a `WorkQueue`), from the gate to the end of its bodies: the waiter in the
 /// gate's queue, the count of its bodies in flight (which frees its slot when quiet), and
 /// where its inner function reports. One object per run for all three.
 ///
 /// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
 /// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only
-/// there, before the inner run starts, and read once its bodies are done. `inner` is set at
-/// `init` and let go once the count is quiet, after which nothing reads it.
+/// there, before the inner run starts, and read once its bodies are done. `succeeded` is
+/// written once, when the inner function reports and before this run's own hold leaves the
+/// count, and read once the count is quiet (the count's atomic orders the two). `inner` is set
+/// at `init` and let go once the count is quiet, after which nothing reads it.
 final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
   private let function: LimitedFunction
   private let report: StageReport
   let waitsOn: CancellationToken
   var place = AdmissionPlace()
   private var holdsSlot = false
+  /// How the inner function ended; written once, before the count can go quiet.
+  private var succeeded: Bool?
   /// The token the inner function runs on, a child of the run's that counts in this run, and
   /// its link to the run's token. Let go when quiet: the token holds this run as its count.
   private var inner: (child: CancellationToken, link: CancellationToken.Registration)?
@@ -116,11 +120,13 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
 
   override func becameQuiet() {
     inner = nil
-    if holdsSlot { function.gate.leave(weight: function.weight) }
+    guard holdsSlot else { return }
+    function.gate.leave(
+      weight: function.weight, succeeded: function.countsOutcomes ? succeeded : nil)
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
-    function.outcomes?.completed()
+    succeeded = true
     guard function.deliversFirst else {
       release()
       return report.succeed(value)
@@ -131,7 +137,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
-    function.outcomes?.failed()
+    succeeded = false
     guard function.deliversFirst else {
       release()
       return report.fail(error)

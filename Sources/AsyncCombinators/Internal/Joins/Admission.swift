@@ -124,6 +124,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var used = 0
     /// The waiters admitted and not yet gone.
     var holders = 0
+    /// How many holders left after their work succeeded, and after it failed.
+    var succeeded = 0
+    var failed = 0
     var rate: RateBudget?
     var isPaused = false
     /// Lanes with waiters, highest priority first.
@@ -302,9 +305,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// How many waiters the gate holds: exactly those still waiting.
   var queuedEntries: Int { state.withLock { $0.waitingCount } }
 
-  /// How many are admitted and not gone, and how many wait.
-  var counts: (admitted: Int, waiting: Int) {
-    state.withLock { ($0.holders, $0.waitingCount) }
+  /// How many are admitted and not gone, how many wait, and how many left after success and
+  /// after failure: read together, so that none is counted twice.
+  var counts: (admitted: Int, waiting: Int, succeeded: Int, failed: Int) {
+    state.withLock { ($0.holders, $0.waitingCount, $0.succeeded, $0.failed) }
   }
 
   var capacity: Int { state.withLock { $0.capacity } }
@@ -359,10 +363,18 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   }
 
   /// Gives back `weight`; the waiters that now fit get their slots.
-  func leave(weight: Int = 1) {
+  ///
+  /// - Parameter succeeded: Whether the holder's work succeeded, to count it; `nil` to count
+  ///   nothing.
+  func leave(weight: Int = 1, succeeded: Bool? = nil) {
     let (drain, idle) = state.withLock { state in
       state.used -= weight
       state.holders -= 1
+      switch succeeded {
+      case true?: state.succeeded += 1
+      case false?: state.failed += 1
+      case nil: break
+      }
       let idle = state.takeIdleCallbacks()
       guard !state.isDraining, state.waitingCount > 0 else { return (false, idle) }
       state.isDraining = true
