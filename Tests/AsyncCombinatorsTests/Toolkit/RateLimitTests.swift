@@ -66,6 +66,23 @@ private final class Starts: Sendable {
     #expect(starts.count == 61)
   }
 
+  @Test(.disabled("needs retry to honour RetryAfterHint, which the resilience branch adds"))
+  func retry_waits_as_long_as_the_rejection_says() {
+    let clock = TestClock()
+    let starts = Starts(clock)
+    let limiter = Limiter(
+      rate: .tokenBucket(60, per: .seconds(60), burst: 60), queue: .none, clock: clock)
+    let call = starts.function.limited(by: limiter)
+    for input in 0..<60 { call.run(input, completion: starts.completion) }
+    let outcome = Recorder<String>()
+    call.retry(1, delay: .milliseconds(1), clock: clock).run(60) { outcome.record("\($0)") }
+    clock.advance(by: .seconds(1) - .nanoseconds(1))
+    #expect(outcome.all.isEmpty)  // not after its own 1 ms: after the hint's 1 s
+    clock.advance(by: .nanoseconds(1))
+    #expect(outcome.all == ["success(60)"])
+    #expect(starts.all.last == .seconds(1))
+  }
+
   @Test func a_token_bucket_never_admits_more_than_burst_plus_rate_times_the_interval() {
     let seed = UInt64.random(in: 0...UInt64.max)
     var random = SplitMix64(seed: seed)

@@ -111,9 +111,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     case rejected(retryAfter: Duration?)
   }
 
-  /// One step of the drain loop.
+  /// One step of the drain loop; the admitted waiter's input is moved out beside it, not
+  /// carried in the step, so that the step is copied out of the lock without the existential.
   private enum Step {
-    case admit(Waiter, AnyValue, CancellationToken.Registration?, expiry: CancellationToken?)
+    case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
     /// Nothing more fits now; a rate budget refills enough for the head after this long.
     case stop(refillIn: Duration?)
   }
@@ -151,7 +152,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// Whether a waiter of `weight` and `priority` may start now, taking its slot if so.
     mutating func admitNow(weight: Int, priority: Int, on clock: AdmissionClock?) -> Bool {
       guard !isPaused, used + weight <= capacity else { return false }
-      if let head = lanes.first, head.priority >= priority { return false }
+      if !lanes.isEmpty && lanes[0].priority >= priority { return false }
       if rate != nil, !rate!.take(weight, at: clock?.elapsed() ?? .zero) { return false }
       used += weight
       holders += 1
@@ -204,7 +205,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     mutating func unlink(_ waiter: Waiter) -> CancellationToken.Registration? {
       waiter.place.isWaiting = false
       waitingCount -= 1
-      let index = lanes.firstIndex { $0.priority == waiter.place.priority }!
+      let priority = waiter.place.priority
+      var index = 0
+      while lanes[index].priority != priority { index += 1 }
       let next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
       let previous = waiter.place.previous.map { unsafeDowncast($0, to: Waiter.self) }
       waiter.place.next = nil
@@ -243,8 +246,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
 
     /// The next step of the drain loop: the head of the highest lane if it may start.
-    mutating func nextStep(on clock: AdmissionClock?) -> Step {
-      guard !isPaused, let head = lanes.first?.first else { return .stop(refillIn: nil) }
+    mutating func nextStep(on clock: AdmissionClock?, input: inout AnyValue) -> Step {
+      guard !isPaused, !lanes.isEmpty, let head = lanes[0].first else {
+        return .stop(refillIn: nil)
+      }
       let weight = head.place.weight
       guard used + weight <= capacity else { return .stop(refillIn: nil) }
       if rate != nil {
@@ -256,10 +261,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       used += weight
       holders += 1
       let registration = unlink(head)
-      var input: AnyValue = ()
       swap(&input, &head.place.input)
       let expiry = head.place.expiry.take()
-      return .admit(head, input, registration, expiry: expiry)
+      return .admit(head, registration, expiry: expiry)
     }
 
     /// The idle callbacks to call, if nothing is admitted and nothing waits.
@@ -422,8 +426,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// The drain loop: admits waiters in order while they fit.
   private func admitWaiting() {
     while true {
+      var input: AnyValue = ()
       let step = state.withLock { state -> Step in
-        let step = state.nextStep(on: clock)
+        let step = state.nextStep(on: clock, input: &input)
         guard case .stop(let refillIn) = step else { return step }
         state.isDraining = false
         guard let refillIn, !state.isRefillArmed else { return .stop(refillIn: nil) }
@@ -431,7 +436,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         return .stop(refillIn: refillIn)
       }
       switch step {
-      case .admit(let waiter, let input, let registration, let expiry):
+      case .admit(let waiter, let registration, let expiry):
         registration?.remove()
         expiry?.cancel()
         waiter.admitted(input)
