@@ -140,7 +140,8 @@ public final class WorkQueue: Sendable {
 
   /// Returns once no job waits and none runs: at once if that is so now; otherwise after the
   /// last job's operation has ended. A paused queue with jobs waiting is not drained. Jobs
-  /// cancelled before they start do not count.
+  /// cancelled before they start do not count. Cancelling the task that waits does not end the
+  /// wait.
   public func drained() async {
     await withCheckedContinuation { continuation in
       gate.whenIdle { continuation.resume() }

@@ -67,9 +67,10 @@ final class LimitedFunction: Sendable {
   }
 }
 
-/// One run through a gate (`limit`, `serialized`, a `Limiter`, a `WorkQueue`), from the gate to the end of its bodies: the waiter in the
-/// gate's queue, the count of its bodies in flight (which frees its slot when quiet), and
-/// where its inner function reports. One object per run for all three.
+/// One run through a gate (`limit`, `serialized`, a `Limiter`, a `WorkQueue`), from the gate
+/// to the end of its bodies: the waiter in the gate's queue, the count of its bodies in flight
+/// (which frees its slot when quiet), and where its inner function reports. One object per
+/// run for all three.
 ///
 /// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
 /// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only

@@ -7,8 +7,8 @@ protocol AdmissionWaiter: AnyObject, Sendable {
   var place: AdmissionPlace { get set }
   /// The token whose cancellation turns it away while it waits.
   var waitsOn: CancellationToken { get }
-  /// It has a slot: start now on `input`, and call the gate's ``Admission/leave(weight:)``
-  /// once done.
+  /// It has a slot: start now on `input`, and call the gate's
+  /// ``Admission/leave(weight:succeeded:)`` once done.
   func admitted(_ input: AnyValue)
   /// Its run was cancelled while it waited: it leaves without a slot, and must report so.
   func turnedAway()
@@ -320,7 +320,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// Admits `waiter` now if its weight fits, the budget allows, and nobody of its priority or
   /// above waits; otherwise it waits for its turn, or is rejected by the queue limit. If its
   /// ``AdmissionWaiter/waitsOn`` token is cancelled while it waits, it is turned away. An
-  /// admitted waiter calls ``leave(weight:)`` exactly once, when its work is done.
+  /// admitted waiter calls ``leave(weight:succeeded:)`` exactly once, when its work is done.
   func enter(_ waiter: Waiter, input: AnyValue, weight: Int = 1, priority: Int = 0) {
     var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
     if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
