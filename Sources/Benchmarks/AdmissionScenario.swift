@@ -4,7 +4,8 @@ import Synchronization
 
 /// The shared admission core against the fold's own limit: a `Limiter` and a `WorkQueue` of 8
 /// inside an unlimited `concurrentMap` of 100,000 hopping elements, against
-/// `concurrentMap(limit: 8)` of the same body; and what waiting costs per run at 10,000 and at
+/// `concurrentMap(limit: 8)` of the same body (and beside `limit(8)` in the same place, the
+/// gate the two share); and what waiting costs per run at 10,000 and at
 /// 160,000 waiters.
 func runAdmissionScenario() {
   let count = 100_000
@@ -36,13 +37,14 @@ func runAdmissionScenario() {
           == sums.value.load(ordering: .relaxed))
     },
     { precondition(time(folded) == sums.value.load(ordering: .relaxed), "results differ") },
+    { precondition(time(hop.limit(8).concurrentMap()) == sums.value.load(ordering: .relaxed)) },
   ])
   report(
     "limited(by: Limiter(concurrency: 8)), \(count)", unit: "ns/element", timings, ours: 0,
-    per: count, baselines: [("concurrentMap(limit: 8)", 2)])
+    per: count, baselines: [("concurrentMap(limit: 8)", 2), ("limit(8)", 3)])
   report(
     "queued(on: WorkQueue(limit: 8)), \(count)", unit: "ns/element", timings, ours: 1,
-    per: count, baselines: [("concurrentMap(limit: 8)", 2)])
+    per: count, baselines: [("concurrentMap(limit: 8)", 2), ("limit(8)", 3)])
 
   // Waiting: one run holds the only slot while `waiters` queue behind it; then all drain.
   func waiting(_ waiters: Int) {
