@@ -30,6 +30,7 @@ if arguments.first == "--modifiers" {
   let widths = arguments.dropFirst().compactMap { Int($0) }
   if widths.isEmpty {
     runModifierScenario()
+    runAdmissionScenario()
   } else {
     runModifierScenario(widths: widths, overheadWidth: widths[widths.count / 2])
   }
@@ -78,6 +79,10 @@ if arguments.first == "--stream-profile" {
   runConcurrentMapStreamProfile(
     arrayInstead: arguments.contains("array"), handWritten: arguments.contains("hand"),
     synchronous: arguments.contains("sync"), ordered: !arguments.contains("unordered"))
+  exit(0)
+}
+if arguments.first == "--admission" {
+  runAdmissionScenario()
   exit(0)
 }
 if arguments.first == "--stream" {

@@ -14,5 +14,6 @@ public enum Tour {
     orderedSubmission,
     largeBatch,
     resilience,
+    downloadManager,
   ]
 }

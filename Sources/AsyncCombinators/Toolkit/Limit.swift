@@ -28,38 +28,65 @@ extension AsyncFunc {
   /// - Complexity: O(1) amortized per run to enter and leave the gate.
   public func limit(_ n: Int, file: StaticString = #fileID, line: UInt = #line) -> AsyncFunc {
     precondition(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
-    let limited = LimitedFunction(Admission(limit: n), program)
-    return AsyncFunc(modifying: program, call: "limit(\(n))") { input, token, report in
-      limited.gate.enter(LimitedRun(limited, token, report), input: input)
+    return limitedStage(LimitedFunction(Admission(capacity: n), program), call: "limit(\(n))")
+  }
+
+  /// The stage every gated modifier makes: each run enters `function`'s gate.
+  func limitedStage(_ function: LimitedFunction, call: String) -> AsyncFunc {
+    AsyncFunc(modifying: program, call: call) { input, token, report in
+      function.gate.enter(
+        LimitedRun(function, token, report), input: input, weight: function.weight,
+        priority: function.priority)
     }
   }
 }
 
-/// What every run of one `limit` shares: its gate and the function it limits.
-private final class LimitedFunction: Sendable {
+/// What every run through one gate shares: the gate, the function it gates, and how a run
+/// takes its slot.
+final class LimitedFunction: Sendable {
   let gate: Admission<LimitedRun>
   let inner: Program
+  let weight: Int
+  let priority: Int
+  /// Deliver a run's result before its slot goes to the next run, as a line does; a limit
+  /// frees the slot first, so that it limits this function, not what runs after it.
+  let deliversFirst: Bool
+  /// Count each run's outcome in the gate as its slot is given back, as a work queue does.
+  let countsOutcomes: Bool
 
-  init(_ gate: Admission<LimitedRun>, _ inner: Program) {
+  init(
+    _ gate: Admission<LimitedRun>, _ inner: Program, weight: Int = 1, priority: Int = 0,
+    deliversFirst: Bool = false, countsOutcomes: Bool = false
+  ) {
     self.gate = gate
     self.inner = inner
+    self.weight = weight
+    self.priority = priority
+    self.deliversFirst = deliversFirst
+    self.countsOutcomes = countsOutcomes
   }
 }
 
-/// One run of a `limit` stage, from the gate to the end of its bodies: the waiter in the
-/// gate's queue, the count of its bodies in flight (which frees its slot when quiet), and
-/// where its inner function reports. One object per run for all three.
+/// One run through a gate (`limit`, `serialized`, a `Limiter`, a `WorkQueue`), from the gate
+/// to the end of its bodies: the waiter in the gate's queue, the count of its bodies in flight
+/// (which frees its slot when quiet), and where its inner function reports. One object per
+/// run for all three.
 ///
 /// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
 /// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only
-/// there, before the inner run starts, and read once its bodies are done. `inner` is set at
-/// `init` and let go once the count is quiet, after which nothing reads it.
-private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
+/// there, before the inner run starts, and read once its bodies are done. `succeeded` is
+/// written once, when the inner function reports and before this run's own hold leaves the
+/// count, and read once the count is quiet (the count's atomic orders the two). `inner` is set
+/// at `init` and let go once the count is quiet, after which nothing reads it.
+final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
   private let function: LimitedFunction
   private let report: StageReport
   let waitsOn: CancellationToken
-  var place = AdmissionPlace()
+  /// Unchecked: only the gate touches it, under its lock, so the checks could never fire.
+  @exclusivity(unchecked) var place = AdmissionPlace()
   private var holdsSlot = false
+  /// How the inner function ended; written once, before the count can go quiet.
+  private var succeeded: Bool?
   /// The token the inner function runs on, a child of the run's that counts in this run, and
   /// its link to the run's token. Let go when quiet: the token holds this run as its count.
   private var inner: (child: CancellationToken, link: CancellationToken.Registration)?
@@ -86,19 +113,40 @@ private final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
     leave()
   }
 
+  /// The queue limit sent it away: it fails with the rejection and started nothing.
+  func rejected(_ error: LimitExceeded) {
+    inner?.link.remove()
+    report.fail(error)
+    leave()
+  }
+
   override func becameQuiet() {
     inner = nil
-    if holdsSlot { function.gate.leave() }
+    guard holdsSlot else { return }
+    function.gate.leave(
+      weight: function.weight, succeeded: function.countsOutcomes ? succeeded : nil)
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
-    release()
+    succeeded = true
+    guard function.deliversFirst else {
+      release()
+      return report.succeed(value)
+    }
+    inner?.link.remove()
     report.succeed(value)
+    leave()
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
-    release()
+    succeeded = false
+    guard function.deliversFirst else {
+      release()
+      return report.fail(error)
+    }
+    inner?.link.remove()
     report.fail(error)
+    leave()
   }
 
   /// First, so that the slot limits this function, not what runs after it. The run's token

@@ -112,8 +112,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     public let stage: String
     /// What happened.
     public let kind: Kind
-    /// When, in monotonic nanoseconds (`DispatchTime.uptimeNanoseconds`).
-    public let time: UInt64
+    /// When, from the run's start, as a span's times are.
+    public let time: Duration
 
     /// The row's name: `↻ after attempt 2`, `⑂ hedge 1`.
     var label: String {
@@ -188,8 +188,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   private func mark(_ stage: String, _ kind: Mark.Kind) {
     state.withLock { state in
       // Read under the lock, as a span's start is, so the marks stay in order.
-      let now = DispatchTime.now().uptimeNanoseconds
-      state.marks.append(Mark(stage: stage, kind: kind, time: now))
+      let now = sinceCreation()
+      state.marks.append(Mark(stage: stage, kind: kind, time: now - (state.origin ?? now)))
     }
   }
 
@@ -293,13 +293,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       switch mark.kind {
       case .retry(_, let wait):
         bar[column] = "↻"
-        let (seconds, attoseconds) = wait.components
-        let nanoseconds = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
         let waited =
-          nanoseconds.overflow
-          ? "\(wait)"
-          : Scale.milliseconds(nanoseconds.partialValue &+ UInt64(attoseconds / 1_000_000_000))
-            + " ms"
+          wait.components.seconds >= Int64.max / 1_000_000_000
+          ? "\(wait)" : Scale.milliseconds(wait) + " ms"
         note = "wait " + waited + "  " + note
       case .hedge:
         bar[column] = "⑂"

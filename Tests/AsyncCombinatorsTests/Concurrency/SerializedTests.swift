@@ -119,7 +119,8 @@ private func parked(_ parking: ParkedCompletions<Int>, _ trace: Recorder<Int>) -
     await second.wait()
   }
 
-  @Test func a_cancelled_parallel_inside_completes_at_once_and_lets_the_next_run_start() {
+  @Test func a_cancelled_parallel_inside_completes_at_once_but_keeps_its_turn_until_both_sides_end()
+  {
     let parking = ParkedCompletions<Int>()
     let trace = Recorder<Int>()
     let side = parked(parking, trace)
@@ -128,22 +129,50 @@ private func parked(_ parking: ParkedCompletions<Int>, _ trace: Recorder<Int>) -
     let token = write.run(1) { first.record("\($0)") }
     write.run(2) { _ in }
     #expect(trace.all == [1, 1])
-    token.cancel()  // both sides ignore it: only the join itself can end run 1 now
+    token.cancel()  // both sides ignore it: the caller hears at once...
     #expect(first.all == ["failure(Swift.CancellationError())"])
+    #expect(trace.all == [1, 1])  // ...but run 2 waits for both bodies of run 1
+    parking.release(0, .success(0))
+    #expect(trace.all == [1, 1])
+    parking.release(1, .success(1))
     #expect(trace.all == [1, 1, 2, 2])
-    for index in 0..<4 { parking.release(index, .success(index)) }
+    for index in 2..<4 { parking.release(index, .success(index)) }
   }
 
-  @Test func a_cancelled_fold_inside_completes_at_once_and_lets_the_next_run_start() {
+  @Test func a_cancelled_fold_inside_keeps_its_turn_until_its_elements_end() {
     let parking = ParkedCompletions<Int>()
     let trace = Recorder<Int>()
     let write = parked(parking, trace).concurrentMap().serialized()
     let token = write.run([1, 2]) { _ in }
     write.run([3]) { _ in }
     #expect(trace.all == [1, 2])
-    token.cancel()  // the elements ignore it: only the fold itself can end run 1 now
+    token.cancel()  // the elements ignore it
+    #expect(trace.all == [1, 2])
+    parking.release(0, .success(0))
+    parking.release(1, .success(1))
     #expect(trace.all == [1, 2, 3])
-    for index in 0..<3 { parking.release(index, .success(index)) }
+    parking.release(2, .success(2))
+  }
+
+  @Test func a_timed_out_run_keeps_its_turn_until_its_body_ends() {
+    // Issue 29, item 9: bodies behind a timeout never overlap.
+    let parking = ParkedCompletions<Int>()
+    let trace = Recorder<Int>()
+    let clock = TestClock()
+    let write = parked(parking, trace).timeout(.seconds(1), clock: clock).serialized()
+    let outcomes = Recorder<String>()
+    for index in 1...4 { write.run(index) { outcomes.record("\(index): \($0)") } }
+    #expect(trace.all == [1])
+    clock.advance(by: .seconds(1))  // run 1 times out; its body goes on
+    #expect(outcomes.count == 1 && outcomes.all[0].hasPrefix("1: failure(TimeoutError"))
+    clock.advance(by: .seconds(5))
+    #expect(trace.all == [1])  // one body at a time, however long the clock runs
+    parking.release(0, .success(1))
+    #expect(trace.all == [1, 2])
+    parking.release(1, .success(2))
+    parking.release(2, .success(3))
+    parking.release(3, .success(4))
+    #expect(trace.all == [1, 2, 3, 4])
   }
 
   @Test func a_failure_completes_its_own_run_and_the_line_goes_on() async throws {

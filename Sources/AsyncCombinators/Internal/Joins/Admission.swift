@@ -7,44 +7,75 @@ protocol AdmissionWaiter: AnyObject, Sendable {
   var place: AdmissionPlace { get set }
   /// The token whose cancellation turns it away while it waits.
   var waitsOn: CancellationToken { get }
-  /// It has a slot: start now on `input`, and call the gate's ``Admission/leave()`` once done.
+  /// It has a slot: start now on `input`, and call the gate's
+  /// ``Admission/leave(weight:succeeded:)`` once done.
   func admitted(_ input: AnyValue)
   /// Its run was cancelled while it waited: it leaves without a slot, and must report so.
   func turnedAway()
+  /// The gate's queue limit sent it away: it leaves without a slot and fails with `error`.
+  func rejected(_ error: LimitExceeded)
 }
 
 /// Where an ``AdmissionWaiter`` stands, kept in the waiter and guarded by the gate's lock.
 ///
-/// Small on purpose: the waiter is made on one thread and freed on another, and it stays within
-/// the allocator's fastest bins only while it is small (see `LimitedRun`). So the input waits
-/// in the queue beside it rather than in it, and the handler that turns it away is not its own
-/// but its token's (see ``Admission``).
+/// The queue is intrusive: a waiter is linked to its neighbours in its priority's lane and
+/// on its token's watch, both ways, so taking any waiter out is O(1), and a waiter that leaves
+/// is held by nothing of the gate's from that moment.
 struct AdmissionPlace {
-  /// The next waiter on the same token, in arrival order; it is in the queue, which keeps it.
+  /// The waiter behind this one in its lane; the lane owns its waiters through these links.
+  fileprivate var next: AnyObject?
+  fileprivate unowned(unsafe) var previous: AnyObject?
+  /// The waiters before and after it on the same token, in arrival order.
   fileprivate unowned(unsafe) var nextInWatch: AnyObject?
-  /// In the queue, neither admitted nor turned away; a waiter that is not is a tombstone.
+  fileprivate unowned(unsafe) var previousInWatch: AnyObject?
+  /// The input it will start on, given to it when admitted and dropped when it leaves.
+  fileprivate var input: AnyValue = ()
+  /// Linked in a lane: neither admitted, turned away nor rejected yet.
   fileprivate var isWaiting = false
+  /// Cancelled once the waiter leaves the queue, which stops its wait limit's timer.
+  fileprivate var expiry: CancellationToken?
+  fileprivate var weight = 1
+  fileprivate var priority = 0
 
   init() {}
 }
 
-/// The gate of one `limit(_:)`: at most `limit` holders at once, the rest wait in FIFO order.
+/// How an ``Admission`` tells the time: the timers of a queue's wait limit and of a rate's
+/// refill, and the time since the gate was made, on the caller's clock.
+struct AdmissionClock: Sendable {
+  let timers: TimerClock
+  /// The time since the clock was made.
+  let elapsed: @Sendable () -> Duration
+
+  init<C: Clock>(_ clock: C) where C.Duration == Duration {
+    timers = TimerClock(clock)
+    let start = clock.now
+    elapsed = { start.duration(to: clock.now) }
+  }
+}
+
+/// The one admission mechanism of the package: `limit(_:)`, `serialized()`, ``Limiter`` and
+/// ``WorkQueue`` are each a gate of this kind.
 ///
-/// Waiting parks an object, not a thread. A waiter whose run is cancelled leaves the queue at
-/// once (its entry becomes a tombstone that the next grant skips) and is turned away. Grants
-/// happen in a drain loop that at most one thread runs at a time, so a holder that finishes
-/// synchronously inside its grant frees its slot without recursing into the next grant.
+/// At most `capacity` weight is held at once; the rest waits, highest priority first and in
+/// arrival order within a priority. The waiter at the head blocks those behind it until its
+/// weight fits, so a large weight is never starved by small ones. A gate with a rate budget
+/// also admits only as fast as the budget refills, on a timer. Waiting parks an object, not a
+/// thread. A waiter whose run is cancelled leaves the queue at once, is let go by the gate,
+/// and is turned away; those behind it are then admitted if they fit. The queue limit rejects
+/// waiters with ``LimitExceeded``, never with a cancellation.
+///
+/// Grants happen in a drain loop that at most one thread runs at a time, so a holder that
+/// finishes synchronously inside its grant frees its slot without recursing into the next
+/// grant.
 ///
 /// The waiters on one token share one cancellation handler on it, a `Watch`, made when the
 /// first of them queues and removed when the last leaves: inside a fold every element waits on
 /// the fold's token, and a handler per waiter would take that token's lock, which every
-/// element shares, twice per element. A cancellation turns the watch's waiters away together.
-/// A watch lists its waiters in arrival order, as the queue does, so the waiter the queue
-/// admits is always the first on its watch's list: leaving it is O(1), whatever the number
-/// waiting.
+/// element shares, twice per element.
 ///
 /// Generic over the waiter, so that the queue holds the waiters themselves, not existentials
-/// to open at every step; `limit`'s gate is specialized for its run type.
+/// to open at every step.
 final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// The waiters queued on one token, and the one handler on it that turns them all away.
   ///
@@ -52,7 +83,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// holds it reads it only under that lock.
   private final class Watch: @unchecked Sendable {
     let token: ObjectIdentifier
-    /// Its waiters in arrival order, linked through their places; the queue keeps them.
+    /// Its waiters in arrival order, linked through their places; the lanes keep them.
     unowned(unsafe) var first: Waiter?
     unowned(unsafe) var last: Waiter?
     /// The handler's id on the token, once registered.
@@ -63,69 +94,146 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     init(token: ObjectIdentifier) { self.token = token }
   }
 
-  /// What ``enter(_:input:)`` found.
+  /// The waiters of one priority, in arrival order; the lane owns them through `first` and
+  /// each waiter's `next`.
+  private struct Lane {
+    let priority: Int
+    var first: Waiter?
+    unowned(unsafe) var last: Waiter?
+  }
+
+  /// What ``enter(_:input:weight:priority:)`` found.
   private enum Entry {
     case admitted
     case queued
     /// Queued as the first waiter on its token: the watch's handler is still to register.
     case queuedWatching(Watch)
+    case rejected(retryAfter: Duration?)
+  }
+
+  /// One step of the drain loop; the admitted waiter's input is moved out beside it, not
+  /// carried in the step, so that the step is copied out of the lock without the existential.
+  private enum Step {
+    case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
+    /// Nothing more fits now; a rate budget refills enough for the head after this long.
+    case stop(refillIn: Duration?)
   }
 
   private struct State {
+    var capacity: Int
+    /// The weight admitted and not yet given back.
+    var used = 0
+    /// The waiters admitted and not yet gone.
     var holders = 0
-    /// Waiters in arrival order from `head` on, tombstones among them, each with the input it
-    /// will start on. The waiter keeps its own place, so cancelling one is a store, not a
-    /// search; a tombstone's input goes when compaction drops it.
-    ///
-    /// An admitted waiter is taken out of its entry, not copied: the entries behind `head` then
-    /// hold no waiter that compaction, which runs under the gate's lock, would free there.
-    var queue: [(waiter: Waiter?, input: AnyValue)] = []
-    var head = 0
-    /// The waiters in `queue` that are not tombstones.
+    /// How many holders left after their work succeeded, and after it failed.
+    var succeeded = 0
+    var failed = 0
+    var rate: RateBudget?
+    var isPaused = false
+    /// Lanes with waiters, highest priority first.
+    var lanes: [Lane] = []
     var waitingCount = 0
     var isDraining = false
+    /// A timer is armed to drain again once the rate budget has refilled.
+    var isRefillArmed = false
     /// A watch per token that waiters in the queue wait on, by the token's identity: no other
     /// token can take that identity while the watch lives, since its waiters hold the token.
     var watches: [ObjectIdentifier: Watch] = [:]
     /// The watch used last: inside a fold, every waiter's, found without hashing.
     var recentWatch: Watch?
+    /// Called once nothing is admitted and nothing waits.
+    var whenIdle: [@Sendable () -> Void] = []
+
+    init(capacity: Int, rate: RateBudget?) {
+      self.capacity = capacity
+      self.rate = rate
+    }
+
+    /// Whether a waiter of `weight` and `priority` may start now, taking its slot if so.
+    mutating func admitNow(weight: Int, priority: Int, on clock: AdmissionClock?) -> Bool {
+      guard !isPaused, used + weight <= capacity else { return false }
+      if !lanes.isEmpty && lanes[0].priority >= priority { return false }
+      if rate != nil, !rate!.take(weight, at: clock?.elapsed() ?? .zero) { return false }
+      used += weight
+      holders += 1
+      return true
+    }
+
+    /// How long until the rate budget could admit `weight`; `nil` without a rate budget.
+    func retryAfter(weight: Int, on clock: AdmissionClock?) -> Duration? {
+      rate?.wait(for: weight, at: clock?.elapsed() ?? .zero)
+    }
 
     private func watch(for token: ObjectIdentifier) -> Watch? {
       if let recent = recentWatch, recent.token == token { return recent }
       return watches[token]
     }
 
-    /// Queues `waiter` on `input`, last on its token's watch: a new one if it is the first.
-    mutating func enqueue(_ waiter: Waiter, _ input: AnyValue) -> Entry {
-      queue.append((waiter, input))
+    /// Links `waiter` last in its lane and on its token's watch: a new watch if it is the
+    /// first.
+    mutating func enqueue(_ waiter: Waiter) -> Watch? {
       waitingCount += 1
       waiter.place.isWaiting = true
+      let priority = waiter.place.priority
+      var index = 0
+      while index < lanes.count && lanes[index].priority > priority { index += 1 }
+      if index == lanes.count || lanes[index].priority != priority {
+        lanes.insert(Lane(priority: priority, first: waiter, last: waiter), at: index)
+      } else {
+        let last = lanes[index].last!
+        last.place.next = waiter
+        waiter.place.previous = last
+        lanes[index].last = waiter
+      }
       let token = ObjectIdentifier(waiter.waitsOn)
       if let watch = watch(for: token) {
         watch.last!.place.nextInWatch = waiter
+        waiter.place.previousInWatch = watch.last
         watch.last = waiter
-        return .queued
+        return nil
       }
       let watch = Watch(token: token)
       watch.first = waiter
       watch.last = waiter
       watches[token] = watch
       recentWatch = watch
-      return .queuedWatching(watch)
+      return watch
     }
 
-    /// Takes an admitted waiter, the first on its watch, off the watch; if it was the last
-    /// there, ends the watch and returns its registration to remove.
-    mutating func unwatch(_ waiter: Waiter) -> CancellationToken.Registration? {
-      let watch = watch(for: ObjectIdentifier(waiter.waitsOn))!
-      assert(watch.first === waiter, "the queue admits in arrival order, as watches list")
+    /// Takes `waiter` out of its lane and off its watch; if it was the last on the watch,
+    /// ends the watch and returns its registration to remove. The caller holds the waiter.
+    mutating func unlink(_ waiter: Waiter) -> CancellationToken.Registration? {
       waiter.place.isWaiting = false
       waitingCount -= 1
-      let next = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
+      let priority = waiter.place.priority
+      var index = 0
+      while lanes[index].priority != priority { index += 1 }
+      let next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
+      let previous = waiter.place.previous.map { unsafeDowncast($0, to: Waiter.self) }
+      waiter.place.next = nil
+      waiter.place.previous = nil
+      if let previous { previous.place.next = next } else { lanes[index].first = next }
+      if let next { next.place.previous = previous } else { lanes[index].last = previous }
+      if lanes[index].first == nil { lanes.remove(at: index) }
+
+      let watch = watch(for: ObjectIdentifier(waiter.waitsOn))!
+      let nextOnToken = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
+      let previousOnToken = waiter.place.previousInWatch.map {
+        unsafeDowncast($0, to: Waiter.self)
+      }
       waiter.place.nextInWatch = nil
-      watch.first = next
-      guard next == nil else { return nil }
-      watch.last = nil
+      waiter.place.previousInWatch = nil
+      if let previousOnToken {
+        previousOnToken.place.nextInWatch = nextOnToken
+      } else {
+        watch.first = nextOnToken
+      }
+      if let nextOnToken {
+        nextOnToken.place.previousInWatch = previousOnToken
+      } else {
+        watch.last = previousOnToken
+      }
+      guard watch.first == nil else { return nil }
       end(watch)
       return watch.registration.map { CancellationToken.Registration(on: waiter.waitsOn, id: $0) }
     }
@@ -137,69 +245,105 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       if recentWatch === watch { recentWatch = nil }
     }
 
-    /// The next live waiter, out of the queue and its watch, with the watch's registration if
-    /// it was the watch's last; its input is moved into `input`. Moved, not returned: an
-    /// optional tuple holding an existential is copied through the runtime at each step out of
-    /// the lock.
-    mutating func popWaiter(
-      input: inout AnyValue
-    ) -> (Waiter, CancellationToken.Registration?)? {
-      while head < queue.count {
-        let index = head
-        head += 1
-        // Taken: the waiter's last reference, once its run is over, is then not the queue's.
-        guard let waiter = queue[index].waiter.take() else { continue }
-        if waiter.place.isWaiting {
-          let registration = unwatch(waiter)
-          swap(&input, &queue[index].input)  // The entry behind `head` holds nothing now.
-          return (waiter, registration)
+    /// The next step of the drain loop: the head of the highest lane if it may start.
+    mutating func nextStep(on clock: AdmissionClock?, input: inout AnyValue) -> Step {
+      guard !isPaused, !lanes.isEmpty, let head = lanes[0].first else {
+        return .stop(refillIn: nil)
+      }
+      let weight = head.place.weight
+      guard used + weight <= capacity else { return .stop(refillIn: nil) }
+      if rate != nil {
+        let time = clock?.elapsed() ?? .zero
+        guard rate!.take(weight, at: time) else {
+          return .stop(refillIn: rate!.wait(for: weight, at: time))
         }
       }
-      return nil
+      used += weight
+      holders += 1
+      let registration = unlink(head)
+      swap(&input, &head.place.input)
+      let expiry = head.place.expiry.take()
+      return .admit(head, registration, expiry: expiry)
     }
 
-    /// Drops what the queue holds before `head`, and its tombstones once they are most of it,
-    /// so that its size stays proportional to the waiters still waiting.
-    mutating func compact() {
-      if waitingCount == 0 {
-        queue.removeAll(keepingCapacity: queue.count <= 64)
-        head = 0
-        return
-      }
-      let held = queue.count - head
-      if head > 64 && head * 2 > queue.count {
-        queue.removeFirst(head)
-        head = 0
-      }
-      if held > 64 && held > 2 * waitingCount {
-        queue = queue[head...].filter { $0.waiter?.place.isWaiting == true }
-        head = 0
+    /// The idle callbacks to call, if nothing is admitted and nothing waits.
+    mutating func takeIdleCallbacks() -> [@Sendable () -> Void] {
+      guard holders == 0, waitingCount == 0, !whenIdle.isEmpty else { return [] }
+      defer { whenIdle = [] }
+      return whenIdle
+    }
+  }
+
+  private let state: Locked<State>
+  let queueLimit: QueueLimit
+  private let clock: AdmissionClock?
+  /// The token the refill timers wait on; never cancelled.
+  private let timerToken = CancellationToken()
+
+  /// - Parameters:
+  ///   - capacity: The most weight admitted at once.
+  ///   - queue: How many may wait, and for how long.
+  ///   - rate: The budget that paces admissions, if any.
+  ///   - clock: The clock of the wait limit and the rate; needed for either.
+  init(
+    capacity: Int, queue: QueueLimit = .unbounded, rate: RateBudget? = nil,
+    clock: AdmissionClock? = nil
+  ) {
+    state = Locked(State(capacity: capacity, rate: rate))
+    queueLimit = queue
+    self.clock = clock
+  }
+
+  deinit {
+    // Let the lanes go one waiter at a time: a long chain released at once would recurse.
+    state.withLock { state in
+      for index in state.lanes.indices {
+        var next = state.lanes[index].first.take()
+        while let waiter = next {
+          next = waiter.place.next.take().map { unsafeDowncast($0, to: Waiter.self) }
+        }
       }
     }
   }
 
-  let limit: Int
-  private let state = Locked(State())
+  /// How many waiters the gate holds: exactly those still waiting.
+  var queuedEntries: Int { state.withLock { $0.waitingCount } }
 
-  init(limit: Int) { self.limit = limit }
+  /// How many are admitted and not gone, how many wait, and how many left after success and
+  /// after failure: read together, so that none is counted twice.
+  var counts: (admitted: Int, waiting: Int, succeeded: Int, failed: Int) {
+    state.withLock { ($0.holders, $0.waitingCount, $0.succeeded, $0.failed) }
+  }
 
-  /// How many entries the queue holds, tombstones included: what compaction bounds.
-  var queuedEntries: Int { state.withLock { $0.queue.count - $0.head } }
+  var capacity: Int { state.withLock { $0.capacity } }
 
-  /// Admits `waiter` now if a slot is free and nobody is waiting, else when its turn comes;
-  /// if its ``AdmissionWaiter/waitsOn`` token is cancelled first, it is turned away. An
-  /// admitted waiter calls ``leave()`` exactly once, when its work is done.
-  func enter(_ waiter: Waiter, input: AnyValue) {
+  /// Admits `waiter` now if its weight fits, the budget allows, and nobody of its priority or
+  /// above waits; otherwise it waits for its turn, or is rejected by the queue limit. If its
+  /// ``AdmissionWaiter/waitsOn`` token is cancelled while it waits, it is turned away. An
+  /// admitted waiter calls ``leave(weight:succeeded:)`` exactly once, when its work is done.
+  func enter(_ waiter: Waiter, input: AnyValue, weight: Int = 1, priority: Int = 0) {
+    var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
+    if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
     let entry = state.withLock { state -> Entry in
-      if state.waitingCount == 0 && state.holders < limit {
-        state.holders += 1
-        return .admitted
+      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+      switch queueLimit.kind {
+      case .none:
+        return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+      case .count(let most) where state.waitingCount >= most:
+        return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+      default: break
       }
-      return state.enqueue(waiter, input)
+      waiter.place.weight = weight
+      waiter.place.priority = priority
+      waiter.place.input = input
+      waiter.place.expiry = expiry?.child
+      guard let watch = state.enqueue(waiter) else { return .queued }
+      return .queuedWatching(watch)
     }
     switch entry {
-    case .admitted: waiter.admitted(input)
-    case .queued: return
+    case .admitted: return waiter.admitted(input)
+    case .rejected(let retryAfter): return waiter.rejected(LimitExceeded(retryAfter: retryAfter))
+    case .queued: break
     case .queuedWatching(let watch):
       // Registered outside the lock: on a token cancelled already the handler runs at once.
       let registration = waiter.waitsOn.onCancel { self.turnAway(watch) }
@@ -211,58 +355,140 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       // Every waiter on it left, or was turned away, meanwhile: nothing left to guard.
       if hasEnded { registration.remove() }
     }
+    if let expiry, case .wait(let most) = queueLimit.kind, let clock {
+      // A waiter admitted meanwhile has cancelled `child`: the timer then ends at once.
+      clock.timers.after(most, expiry.child) { expired in
+        expiry.link.remove()
+        if expired { self.expire(waiter) }
+      }
+    }
+    // A rate-paced gate needs a refill timer for the new head.
+    if clock != nil { drain() }
   }
 
-  /// Frees a slot; the longest waiter, if any, gets it.
-  func leave() {
-    let drain = state.withLock { state in
+  /// Gives back `weight`; the waiters that now fit get their slots.
+  ///
+  /// - Parameter succeeded: Whether the holder's work succeeded, to count it; `nil` to count
+  ///   nothing.
+  func leave(weight: Int = 1, succeeded: Bool? = nil) {
+    let (drain, idle) = state.withLock { state in
+      state.used -= weight
       state.holders -= 1
+      switch succeeded {
+      case true?: state.succeeded += 1
+      case false?: state.failed += 1
+      case nil: break
+      }
+      let idle = state.takeIdleCallbacks()
+      guard !state.isDraining, state.waitingCount > 0 else { return (false, idle) }
+      state.isDraining = true
+      return (true, idle)
+    }
+    if drain { admitWaiting() }
+    for callback in idle { callback() }
+  }
+
+  /// Sets the most weight admitted at once; a larger capacity admits waiters at once, and a
+  /// smaller one takes effect as holders leave.
+  func setCapacity(_ capacity: Int) {
+    state.withLock { $0.capacity = capacity }
+    drain()
+  }
+
+  /// Stops admitting (running work goes on), or admits again.
+  func setPaused(_ paused: Bool) {
+    state.withLock { $0.isPaused = paused }
+    if !paused { drain() }
+  }
+
+  var isPaused: Bool { state.withLock { $0.isPaused } }
+
+  /// Calls `body` once nothing is admitted and nothing waits: at once if so already.
+  func whenIdle(_ body: @escaping @Sendable () -> Void) {
+    let now = state.withLock { state in
+      if state.holders == 0 && state.waitingCount == 0 { return true }
+      state.whenIdle.append(body)
+      return false
+    }
+    if now { body() }
+  }
+
+  /// Starts the drain loop unless a thread runs it already.
+  private func drain() {
+    let start = state.withLock { state in
       guard !state.isDraining, state.waitingCount > 0 else { return false }
       state.isDraining = true
       return true
     }
-    if drain { admitWaiting() }
+    if start { admitWaiting() }
   }
 
-  /// The drain loop: admits waiters in order while slots are free.
+  /// The drain loop: admits waiters in order while they fit.
   private func admitWaiting() {
     while true {
       var input: AnyValue = ()
-      let admitted = state.withLock {
-        state -> (Waiter, CancellationToken.Registration?)? in
-        guard state.holders < limit, let next = state.popWaiter(input: &input) else {
-          state.isDraining = false
-          state.compact()
-          return nil
-        }
-        state.holders += 1
-        return next
+      let step = state.withLock { state -> Step in
+        let step = state.nextStep(on: clock, input: &input)
+        guard case .stop(let refillIn) = step else { return step }
+        state.isDraining = false
+        guard let refillIn, !state.isRefillArmed else { return .stop(refillIn: nil) }
+        state.isRefillArmed = true
+        return .stop(refillIn: refillIn)
       }
-      guard let (waiter, registration) = admitted else { return }
-      registration?.remove()
-      waiter.admitted(input)
+      switch step {
+      case .admit(let waiter, let registration, let expiry):
+        registration?.remove()
+        expiry?.cancel()
+        waiter.admitted(input)
+      case .stop(let refillIn):
+        guard let refillIn, let clock else { return }
+        clock.timers.after(refillIn, timerToken) { _ in
+          self.state.withLock { $0.isRefillArmed = false }
+          self.drain()
+        }
+        return
+      }
     }
   }
 
   /// The watch's token was cancelled: every waiter on it leaves the queue, turned away.
   private func turnAway(_ watch: Watch) {
-    let turnedAway = state.withLock { state -> [Waiter] in
-      guard watch.isActive else { return [] }
-      state.end(watch)
+    let (turnedAway, expiries, idle) = state.withLock {
+      state -> ([Waiter], [CancellationToken], [@Sendable () -> Void]) in
+      guard watch.isActive else { return ([], [], []) }
       var waiters: [Waiter] = []
+      var expiries: [CancellationToken] = []
       var next = watch.first
       while let waiter = next {
         next = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
-        waiter.place.nextInWatch = nil
-        waiter.place.isWaiting = false
+        _ = state.unlink(waiter)
+        waiter.place.input = ()
+        if let expiry = waiter.place.expiry.take() { expiries.append(expiry) }
         waiters.append(waiter)
       }
-      watch.first = nil
-      watch.last = nil
-      state.waitingCount -= waiters.count
-      state.compact()
-      return waiters
+      return (waiters, expiries, state.takeIdleCallbacks())
     }
+    for expiry in expiries { expiry.cancel() }
     for waiter in turnedAway { waiter.turnedAway() }
+    // A large weight that left the head may let those behind it in.
+    if !turnedAway.isEmpty { drain() }
+    for callback in idle { callback() }
+  }
+
+  /// `waiter` waited as long as the queue limit allows: it leaves, rejected.
+  private func expire(_ waiter: Waiter) {
+    let taken = state.withLock {
+      state -> (CancellationToken.Registration?, [@Sendable () -> Void])? in
+      guard waiter.place.isWaiting else { return nil }
+      let registration = state.unlink(waiter)
+      waiter.place.input = ()
+      waiter.place.expiry = nil
+      return (registration, state.takeIdleCallbacks())
+    }
+    guard let (registration, idle) = taken else { return }
+    registration?.remove()
+    waiter.rejected(LimitExceeded(retryAfter: nil))
+    drain()
+    for callback in idle { callback() }
   }
 }

@@ -1,0 +1,61 @@
+/// How many runs may wait at a ``Limiter`` or a ``WorkQueue`` when no slot is free, and for
+/// how long: the point past which a queue sheds load instead of growing.
+///
+/// A waiter that the limit sends away fails with ``LimitExceeded``, never with a
+/// `CancellationError`, and nothing of its work starts.
+///
+/// ```swift
+/// print(QueueLimit.unbounded, QueueLimit.none, QueueLimit.count(100))
+/// print(QueueLimit.wait(.seconds(2)))
+/// // prints unbounded none count(100)
+/// // prints wait(2.0 seconds)
+/// ```
+public struct QueueLimit: Sendable, Hashable, CustomStringConvertible {
+  enum Kind: Hashable {
+    case unbounded
+    case none
+    case count(Int)
+    case wait(Duration)
+  }
+
+  let kind: Kind
+
+  private init(_ kind: Kind) { self.kind = kind }
+
+  /// Wait as long as it takes: the queue grows with the waiters.
+  public static let unbounded = QueueLimit(.unbounded)
+
+  /// Never wait: a run that finds no free slot is rejected at once.
+  public static let none = QueueLimit(.none)
+
+  /// At most `n` waiting; the next one to arrive is rejected at once.
+  ///
+  /// - Parameters:
+  ///   - n: How many may wait; zero is the same as ``none``.
+  ///   - file: The caller's file, named when `n` is negative.
+  ///   - line: The caller's line, named when `n` is negative.
+  /// - Returns: The limit.
+  public static func count(
+    _ n: Int, file: StaticString = #fileID, line: UInt = #line
+  ) -> QueueLimit {
+    precondition(
+      n >= 0, "QueueLimit.count(\(n)): the count must not be negative", file: file, line: line)
+    return QueueLimit(.count(n))
+  }
+
+  /// A waiter gives up after `d` on the limiter's clock and fails with ``LimitExceeded``.
+  ///
+  /// - Parameter d: The longest wait.
+  /// - Returns: The limit.
+  public static func wait(_ d: Duration) -> QueueLimit { QueueLimit(.wait(d)) }
+
+  /// `unbounded`, `none`, `count(n)` or `wait(d)`.
+  public var description: String {
+    switch kind {
+    case .unbounded: "unbounded"
+    case .none: "none"
+    case .count(let n): "count(\(n))"
+    case .wait(let d): "wait(\(d))"
+    }
+  }
+}
