@@ -108,7 +108,9 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     let policy = table.policy!
     let now = policy.now()
     return table.state.withLock { state in
-      if let lifetime = policy.lifetime { state.entries!.removeExpired(now: now, lifetime: lifetime) }
+      if let lifetime = policy.lifetime {
+        state.entries!.removeExpired(now: now, lifetime: lifetime)
+      }
       return state.entries!.count
     }
   }

@@ -43,7 +43,8 @@ import Testing
     await parking.waitForStarts(1)
     parking.takeAll()[0].complete(.failure(TestError(7)))
     await finished.wait()
-    #expect(results.all.map { $0.failure as? TestError } == Array(repeating: TestError(7), count: 10))
+    #expect(
+      results.all.map { $0.failure as? TestError } == Array(repeating: TestError(7), count: 10))
     #expect(parking.started == 1)
   }
 
