@@ -21,12 +21,18 @@ extension AsyncFunc where Input: Hashable {
   ///   print("load", ids)
   ///   return ids.map { "user\($0)" }
   /// }
-  /// let user = AsyncFunc<Int, String>.batched(usersByIDs, maxBatchSize: 100)
+  /// let tick = DispatchQueue(label: "tick")
+  /// let user = AsyncFunc<Int, String>.batched(usersByIDs, maxBatchSize: 100, on: tick)
   /// print(user)
-  /// print(try await user.concurrentMap()([1, 2, 1]))
+  /// tick.sync {
+  ///   // The batch's block on `tick` runs after this one: all three loads join the batch.
+  ///   for id in [1, 2, 1] { user.run(id) { print(id, $0) } }
+  /// }
   /// // prints batched(usersByIDs, maxBatchSize: 100)
   /// // prints load [1, 2]
-  /// // prints ["user1", "user2", "user1"]
+  /// // prints 1 success("user1")
+  /// // prints 2 success("user2")
+  /// // prints 1 success("user1")
   /// ```
   ///
   /// - Parameters:

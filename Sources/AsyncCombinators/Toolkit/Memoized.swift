@@ -13,15 +13,15 @@ extension AsyncFunc where Input: Hashable {
   ///
   /// ```swift
   /// let users = ResultCache<Int, String>(name: "users")
-  /// let calls = Locked(0)
   /// let user = AsyncFunc<Int, String>.sync(name: "user") { id in
-  ///   calls.withLock { $0 += 1 }
+  ///   print("calling user", id)
   ///   return "user\(id)"
   /// }.memoized(in: users)
   /// print(user)
-  /// print(try await user(1), try await user(1), calls.withLock { $0 })
+  /// print(try await user(1), try await user(1))
   /// // prints user.memoized(in: users)
-  /// // prints user1 user1 1
+  /// // prints calling user 1
+  /// // prints user1 user1
   /// ```
   ///
   /// - Parameter cache: Where results are kept, and calls in flight shared.

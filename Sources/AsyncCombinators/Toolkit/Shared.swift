@@ -12,9 +12,8 @@ extension AsyncFunc where Input: Hashable {
   /// function once and reuse it; each call of `shared()` makes a new, independent table.
   ///
   /// ```swift
-  /// let calls = Locked(0)
   /// let avatar = AsyncFunc<String, String>(name: "avatar") { user, complete in
-  ///   calls.withLock { $0 += 1 }
+  ///   print("fetching", user)
   ///   DispatchQueue.global().asyncAfter(deadline: .now() + 0.1) {
   ///     complete(.success("\(user).png"))
   ///   }
@@ -22,10 +21,9 @@ extension AsyncFunc where Input: Hashable {
   /// let once = avatar.shared()
   /// print(once)
   /// print(try await once.concurrentMap()(["ada", "ada", "ada"]))
-  /// print(calls.withLock { $0 })
   /// // prints avatar.shared()
+  /// // prints fetching ada
   /// // prints ["ada.png", "ada.png", "ada.png"]
-  /// // prints 1
   /// ```
   ///
   /// - Returns: A function with the same input and output whose runs share calls in flight.
