@@ -129,19 +129,14 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
       if let kept = state.entries?.lookup(key, now: now, lifetime: policy?.lifetime) {
         return .kept(kept)
       }
-      let start: @Sendable (Flight<Key, Value>) -> Void = { flight in
-        call.run(FlightInput(input: input, flight: flight), token: flight.token) { result in
-          self.delivered(flight, result)
-        }
-      }
       guard let head = state.flights[key] else {
-        let flight = Flight(key: key, phase: .flying, start: start)
+        let flight = makeFlight(key, .flying, input, call)
         state.flights[key] = flight
         return .launch(flight, flight.add(complete))
       }
       if head.phase == .flying { return .joined(head, head.add(complete)) }
       // Cancelled or delivered, but not landed: wait for it, never overlap it.
-      let next = head.successor ?? Flight(key: key, phase: .waiting, start: start)
+      let next = head.successor ?? makeFlight(key, .waiting, input, call)
       head.successor = next
       return .joined(next, next.add(complete))
     }
@@ -153,6 +148,18 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     case .launch(let flight, let id):
       watch(token, flight, id)
       launch(flight)
+    }
+  }
+
+  /// A flight whose call, when launched, runs `call` with `input`.
+  private func makeFlight<Input: Sendable>(
+    _ key: Key, _ phase: Flight<Key, Value>.Phase, _ input: Input,
+    _ call: AsyncFunc<FlightInput<Input, Key, Value>, Value>
+  ) -> Flight<Key, Value> {
+    Flight(key: key, phase: phase) { flight in
+      call.run(FlightInput(input: input, flight: flight), token: flight.token) { result in
+        self.delivered(flight, result)
+      }
     }
   }
 
