@@ -13,5 +13,6 @@ public enum Tour {
     batchUpload,
     orderedSubmission,
     largeBatch,
+    doTheWorkOnce,
   ]
 }
