@@ -80,6 +80,11 @@ if arguments.first == "--stream-profile" {
     synchronous: arguments.contains("sync"), ordered: !arguments.contains("unordered"))
   exit(0)
 }
+if arguments.first == "--sharing" {
+  // The shared, memoized and batched rows alone.
+  runSharingScenario()
+  exit(0)
+}
 if arguments.first == "--stream" {
   runConcurrentMapStreamScenario()
   exit(0)
@@ -92,6 +97,7 @@ runUnlimitedMapScenario()
 runHopScenario()
 runPromiseScenario()
 runModifierScenario()
+runSharingScenario()
 
 // Peak memory needs a process per figure: a peak never goes down.
 var peaks: [(String, Double)] = []
