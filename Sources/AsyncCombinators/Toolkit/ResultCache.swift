@@ -69,7 +69,7 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   /// - Complexity: O(1) on average.
   public func value(for key: Key) -> Value? {
     let now = table.policy!.now()
-    let kept = table.state.withLock {
+    let kept = table.stripes[0].state.withLock {
       $0.entries!.lookup(key, now: now, lifetime: table.policy!.lifetime)
     }
     return try? kept?.get()
@@ -87,7 +87,7 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   public func prime(_ key: Key, with value: Value) {
     let policy = table.policy!
     let now = policy.now()
-    table.state.withLock {
+    table.stripes[0].state.withLock {
       $0.entries!.store(.success(value), for: key, now: now, capacity: policy.capacity)
     }
   }
@@ -107,7 +107,7 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   public var count: Int {
     let policy = table.policy!
     let now = policy.now()
-    return table.state.withLock { state in
+    return table.stripes[0].state.withLock { state in
       if let lifetime = policy.lifetime {
         state.entries!.removeExpired(now: now, lifetime: lifetime)
       }

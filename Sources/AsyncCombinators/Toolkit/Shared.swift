@@ -79,6 +79,10 @@ struct FlightInput<Input: Sendable, Key: Hashable & Sendable, Value: Sendable>: 
 /// so that a flight stores its result and leaves the table in one step, and no run between
 /// the two finds neither and calls again.
 ///
+/// Without a cache the keys are spread over several stripes, each with its own lock, so runs
+/// of distinct keys seldom wait for each other's lock; a cache has one stripe, since its
+/// recency order spans every key. A flight and its successors live in their key's stripe.
+///
 /// A key's entry is its *head* flight: flying (runs join it), cancelled but still running, or
 /// delivered but not yet landed (runs wait for it in its `successor`, which it launches when
 /// it lands). A flight *lands* when its call is over: its body has called back, or it never
@@ -93,13 +97,26 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var entries: CacheEntries<Key, Value>?
   }
 
-  let state: Locked<State>
+  /// One lock's share of the keys.
+  final class Stripe: Sendable {
+    let state: Locked<State>
+    init(_ state: State) { self.state = Locked(state) }
+  }
+
+  /// A power of two of them.
+  let stripes: [Stripe]
   /// What a ``ResultCache`` keeps, and for how long; `nil` keeps nothing.
   let policy: CachePolicy?
 
   init(policy: CachePolicy?) {
     self.policy = policy
-    state = Locked(State(entries: policy.map { _ in CacheEntries() }))
+    stripes =
+      policy == nil
+      ? (0..<16).map { _ in Stripe(State()) } : [Stripe(State(entries: CacheEntries()))]
+  }
+
+  private func stripe(for key: Key) -> Stripe {
+    stripes.count == 1 ? stripes[0] : stripes[key.hashValue & (stripes.count - 1)]
   }
 
   /// The call a flight makes: `function` on the flight's input, with the flight told when it
@@ -125,18 +142,19 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     call: AsyncFunc<FlightInput<Input, Key, Value>, Value>
   ) {
     let now = policy?.now() ?? .zero
-    let step = state.withLock { state -> Step in
+    let stripe = stripe(for: key)
+    let step = stripe.state.withLock { state -> Step in
       if let kept = state.entries?.lookup(key, now: now, lifetime: policy?.lifetime) {
         return .kept(kept)
       }
       guard let head = state.flights[key] else {
-        let flight = makeFlight(key, .flying, input, call)
+        let flight = makeFlight(key, .flying, input, call, stripe)
         state.flights[key] = flight
         return .launch(flight, flight.add(complete))
       }
       if head.phase == .flying { return .joined(head, head.add(complete)) }
       // Cancelled or delivered, but not landed: wait for it, never overlap it.
-      let next = head.successor ?? makeFlight(key, .waiting, input, call)
+      let next = head.successor ?? makeFlight(key, .waiting, input, call, stripe)
       head.successor = next
       return .joined(next, next.add(complete))
     }
@@ -146,17 +164,17 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     case .joined(let flight, let id):
       watch(token, flight, id)
     case .launch(let flight, let id):
-      watch(token, flight, id)
-      launch(flight)
+      let registration = token.onCancel { self.leave(flight, id) }
+      launch(flight, keeping: (registration, id))
     }
   }
 
   /// A flight whose call, when launched, runs `call` with `input`.
   private func makeFlight<Input: Sendable>(
     _ key: Key, _ phase: Flight<Key, Value>.Phase, _ input: Input,
-    _ call: AsyncFunc<FlightInput<Input, Key, Value>, Value>
+    _ call: AsyncFunc<FlightInput<Input, Key, Value>, Value>, _ stripe: Stripe
   ) -> Flight<Key, Value> {
-    Flight(key: key, phase: phase) { flight in
+    Flight(key: key, phase: phase, stripe: stripe) { flight in
       call.run(FlightInput(input: input, flight: flight), token: flight.token) { result in
         self.delivered(flight, result)
       }
@@ -167,17 +185,25 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   private func watch(_ token: CancellationToken, _ flight: Flight<Key, Value>, _ id: Int) {
     // Registered outside the lock: a token cancelled already runs the handler at once.
     let registration = token.onCancel { self.leave(flight, id) }
-    let kept = state.withLock { _ in flight.keep(registration, for: id) }
+    let kept = flight.stripe.state.withLock { _ in flight.keep(registration, for: id) }
     if !kept { registration.remove() }
   }
 
   /// Starts a flight's call, unless every run that joined it has left before it could start.
-  private func launch(_ flight: Flight<Key, Value>) {
-    let go = state.withLock { _ in
-      guard !flight.joiners.isEmpty else { return false }
+  ///
+  /// - Parameter first: The registration of the run that made the flight, kept under the same
+  ///   lock as the launch.
+  private func launch(
+    _ flight: Flight<Key, Value>,
+    keeping first: (registration: CancellationToken.Registration, id: Int)? = nil
+  ) {
+    let (go, kept) = flight.stripe.state.withLock { _ in
+      let kept = first.map { flight.keep($0.registration, for: $0.id) } ?? true
+      guard !flight.joiners.isEmpty else { return (false, kept) }
       flight.launched = true
-      return true
+      return (true, kept)
     }
+    if !kept { first?.registration.remove() }
     guard go else { return landed(flight, nil) }
     flight.start(flight)
     // The call starts on this thread; if it did not reach its marker, it was cancelled first
@@ -188,7 +214,7 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// A joined run was cancelled: it leaves its flight, and the last to leave a launched flight
   /// cancels the call.
   private func leave(_ flight: Flight<Key, Value>, _ id: Int) {
-    let (left, cancel) = state.withLock { _ -> (Joiner?, Bool) in
+    let (left, cancel) = flight.stripe.state.withLock { _ -> (Joiner?, Bool) in
       guard let joiner = flight.remove(id) else { return (nil, false) }
       guard flight.joiners.isEmpty, flight.phase == .flying, flight.launched else {
         return (joiner, false)
@@ -204,7 +230,9 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   /// The call's run delivered: its result goes to every run that joined the flight.
   private func delivered(_ flight: Flight<Key, Value>, _ result: Result<Value, any Error>) {
-    let joiners = state.withLock { _ in flight.takeJoiners() }
+    // Landed first, as a call that ends on its own does: its runs have their result.
+    if flight.landed.load(ordering: .acquiring) { return }
+    let joiners = flight.stripe.state.withLock { _ in flight.takeJoiners() }
     Self.deliver(result, to: joiners)
   }
 
@@ -212,9 +240,10 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// successor that runs wait in takes its place. `result` is `nil` for a call never started.
   func landed(_ flight: Flight<Key, Value>, _ result: Result<Value, any Error>?) {
     let now = policy?.now() ?? .zero
-    let (joiners, next) = state.withLock { state -> ([Joiner], Flight<Key, Value>?) in
-      guard !flight.landed else { return ([], nil) }
-      flight.landed = true
+    let (joiners, next) = flight.stripe.state.withLock {
+      state -> ([Joiner], Flight<Key, Value>?) in
+      guard !flight.landed.load(ordering: .relaxed) else { return ([], nil) }
+      flight.landed.store(true, ordering: .releasing)
       if let result, let policy, flight.keepsResult, flight.phase != .cancelled,
         policy.keeps(result)
       {
@@ -252,7 +281,7 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// Drops `key`'s kept result, and detaches its flight: that flight's result is not kept, and
   /// the next run of the key makes a new call. Runs waiting for a cancelled flight start theirs.
   func forget(_ key: Key) {
-    let next = state.withLock { state -> Flight<Key, Value>? in
+    let next = stripe(for: key).state.withLock { state -> Flight<Key, Value>? in
       state.entries?.remove(key)
       return Self.detach(key, in: &state)
     }
@@ -261,9 +290,11 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
   /// ``forget(_:)`` for every key.
   func forgetAll() {
-    let launches = state.withLock { state -> [Flight<Key, Value>] in
-      state.entries?.removeAll()
-      return Array(state.flights.keys).compactMap { Self.detach($0, in: &state) }
+    let launches = stripes.flatMap { stripe in
+      stripe.state.withLock { state -> [Flight<Key, Value>] in
+        state.entries?.removeAll()
+        return Array(state.flights.keys).compactMap { Self.detach($0, in: &state) }
+      }
     }
     for flight in launches { launch(flight) }
   }
@@ -284,13 +315,14 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   }
 
   /// How many flights are in the table: for tests.
-  var flightCount: Int { state.withLock { $0.flights.count } }
+  var flightCount: Int { stripes.reduce(0) { $0 + $1.state.withLock { $0.flights.count } } }
 }
 
 /// One call in the air for one key, and the runs that joined it.
 ///
-/// `@unchecked Sendable`: every `var` is read and written only under the lock of the table
-/// that made the flight; `started` is atomic, and the rest are `let`s.
+/// `@unchecked Sendable`: every `var` is read and written only under `stripe`'s lock;
+/// `started` and `landed` are atomic (`landed` is written under the lock too), and the rest
+/// are `let`s.
 final class Flight<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
   enum Phase {
     /// A successor: runs wait in it for the cancelled or delivered flight before it to land.
@@ -311,6 +343,7 @@ final class Flight<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendab
   }
 
   let key: Key
+  let stripe: FlightTable<Key, Value>.Stripe
   let token = CancellationToken()
   /// Starts the call, with the input of the run that made the flight.
   let start: @Sendable (Flight) -> Void
@@ -321,14 +354,19 @@ final class Flight<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendab
   private var nextID = 0
   /// Whether `launch` started (or is starting) the call.
   var launched = false
-  var landed = false
+  /// Set once, when its call is over.
+  let landed = Atomic<Bool>(false)
   /// `false` once forgotten: its result is not kept.
   var keepsResult = true
   var successor: Flight?
 
-  init(key: Key, phase: Phase, start: @escaping @Sendable (Flight) -> Void) {
+  init(
+    key: Key, phase: Phase, stripe: FlightTable<Key, Value>.Stripe,
+    start: @escaping @Sendable (Flight) -> Void
+  ) {
     self.key = key
     self.phase = phase
+    self.stripe = stripe
     self.start = start
   }
 
