@@ -154,6 +154,23 @@ import Testing
     #expect(table.flightCount == 0)
   }
 
+  @Test func a_run_whose_token_is_cancelled_as_it_joins_makes_no_call() {
+    let parking = Parking<String, String>()
+    let table = FlightTable<String, String>(policy: nil)
+    let token = CancellationToken()
+    token.cancel()
+    let results = Recorder<Result<String, any Error>>()
+    // The table itself, as a run would reach it just after its token was cancelled: the
+    // handler runs at once and the run leaves before its flight could launch.
+    table.run(
+      "ada", key: "ada", token: token, complete: { results.record($0) },
+      call: table.flightCall(parking.function))
+    #expect(results.all.count == 1)
+    #expect(results.all.first.map(isCancellation) == true)
+    #expect(parking.started == 0)
+    #expect(table.flightCount == 0)
+  }
+
   @Test func a_cancelled_call_leaves_the_table_when_it_calls_back() async {
     let parking = Parking<String, String>()
     let table = FlightTable<String, String>(policy: nil)
