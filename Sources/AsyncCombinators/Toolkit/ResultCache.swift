@@ -152,20 +152,19 @@ struct CachePolicy: Sendable {
   }
 }
 
-/// Kept results in least-recently-used order: a dictionary into a slab of nodes linked from
-/// the most recently used (`newest`) to the least (`oldest`), freed nodes reused.
+/// Kept results in least-recently-used order: a dictionary into slots linked from the most
+/// recently used (`newest`) to the least (`oldest`), freed slots reused.
+///
+/// A slot's parts are in arrays of their own: the links, which every hit rewrites, are plain
+/// integers, never copied along with a generic key and result.
 struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
-  private struct Node {
-    var key: Key?
-    var result: Result<Value, any Error>?
-    /// When it was stored, as the time since the cache was made.
-    var stored: Duration
-    /// Toward `newest`, and toward `oldest`; -1 at either end.
-    var newer: Int
-    var older: Int
-  }
-
-  private var nodes: [Node] = []
+  private var keys: [Key?] = []
+  private var results: [Result<Value, any Error>?] = []
+  /// When each was stored, as the time since the cache was made.
+  private var stored: [Duration] = []
+  /// Toward `newest`, and toward `oldest`; -1 at either end.
+  private var newer: [Int] = []
+  private var older: [Int] = []
   private var slots: [Key: Int] = [:]
   private var free: [Int] = []
   private var newest = -1
@@ -178,13 +177,15 @@ struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
     -> Result<Value, any Error>?
   {
     guard let slot = slots[key] else { return nil }
-    if let lifetime, now - nodes[slot].stored >= lifetime {
+    if let lifetime, now - stored[slot] >= lifetime {
       remove(key)
       return nil
     }
-    unlink(slot)
-    linkAsNewest(slot)
-    return nodes[slot].result
+    if slot != newest {
+      unlink(slot)
+      linkAsNewest(slot)
+    }
+    return results[slot]
   }
 
   /// Keeps `result` for `key` as the newest entry, dropping the oldest beyond `capacity`.
@@ -193,54 +194,58 @@ struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
   ) {
     guard capacity > 0 else { return }
     if let slot = slots[key] {
-      nodes[slot].result = result
-      nodes[slot].stored = now
+      results[slot] = result
+      stored[slot] = now
       unlink(slot)
       linkAsNewest(slot)
       return
     }
-    let node = Node(key: key, result: result, stored: now, newer: -1, older: -1)
     let slot: Int
     if let reused = free.popLast() {
       slot = reused
-      nodes[slot] = node
+      keys[slot] = key
+      results[slot] = result
+      stored[slot] = now
     } else {
-      slot = nodes.count
-      nodes.append(node)
+      slot = keys.count
+      keys.append(key)
+      results.append(result)
+      stored.append(now)
+      newer.append(-1)
+      older.append(-1)
     }
     slots[key] = slot
     linkAsNewest(slot)
-    if slots.count > capacity, let evicted = nodes[oldest].key { remove(evicted) }
+    if slots.count > capacity, let evicted = keys[oldest] { remove(evicted) }
   }
 
   mutating func remove(_ key: Key) {
     guard let slot = slots.removeValue(forKey: key) else { return }
     unlink(slot)
-    nodes[slot] = Node(key: nil, result: nil, stored: .zero, newer: -1, older: -1)
+    keys[slot] = nil
+    results[slot] = nil
     free.append(slot)
   }
 
   mutating func removeAll() { self = CacheEntries() }
 
   mutating func removeExpired(now: Duration, lifetime: Duration) {
-    let expired = slots.compactMap { key, slot in
-      now - nodes[slot].stored >= lifetime ? key : nil
-    }
+    let expired = slots.compactMap { key, slot in now - stored[slot] >= lifetime ? key : nil }
     for key in expired { remove(key) }
   }
 
   private mutating func unlink(_ slot: Int) {
-    let (newer, older) = (nodes[slot].newer, nodes[slot].older)
-    if newer >= 0 { nodes[newer].older = older } else { newest = older }
-    if older >= 0 { nodes[older].newer = newer } else { oldest = newer }
-    nodes[slot].newer = -1
-    nodes[slot].older = -1
+    let (toNewer, toOlder) = (newer[slot], older[slot])
+    if toNewer >= 0 { older[toNewer] = toOlder } else { newest = toOlder }
+    if toOlder >= 0 { newer[toOlder] = toNewer } else { oldest = toNewer }
+    newer[slot] = -1
+    older[slot] = -1
   }
 
   private mutating func linkAsNewest(_ slot: Int) {
-    nodes[slot].older = newest
-    nodes[slot].newer = -1
-    if newest >= 0 { nodes[newest].newer = slot } else { oldest = slot }
+    older[slot] = newest
+    newer[slot] = -1
+    if newest >= 0 { newer[newest] = slot } else { oldest = slot }
     newest = slot
   }
 }
