@@ -72,6 +72,19 @@ private let bars: [Bar] =
       what: "concurrentMap(over:) of 1,000,000, process peak", key: "stream peak", limit: 64,
       unit: " MB")
   ]
+  + [
+    (
+      "f.shared() with distinct keys against the map", "f.shared(), 100000 distinct keys in a map",
+      "f.concurrentMap()"
+    ),
+    ("memoized hit against a .sync stage", "memoized hit, 1000000 runs", ".sync stage"),
+    (
+      "batched load against a map element", "10000 loads, 100 keys, batches of 10",
+      "f.concurrentMap()"
+    ),
+  ].map { what, row, baseline in
+    Bar(what: what, key: barKey(row, against: baseline), limit: 2.0, unit: "x")
+  }
 
 /// Prints every bar, the figure this run measured for it, and whether that figure is within it.
 func printBars() {

@@ -85,6 +85,11 @@ if arguments.first == "--admission" {
   runAdmissionScenario()
   exit(0)
 }
+if arguments.first == "--sharing" {
+  // The shared, memoized and batched rows alone.
+  runSharingScenario()
+  exit(0)
+}
 if arguments.first == "--stream" {
   runConcurrentMapStreamScenario()
   exit(0)
@@ -97,6 +102,7 @@ runUnlimitedMapScenario()
 runHopScenario()
 runPromiseScenario()
 runModifierScenario()
+runSharingScenario()
 
 // Peak memory needs a process per figure: a peak never goes down.
 var peaks: [(String, Double)] = []

@@ -15,5 +15,6 @@ public enum Tour {
     largeBatch,
     resilience,
     downloadManager,
+    doTheWorkOnce,
   ]
 }

@@ -28,6 +28,9 @@ public struct ContractViolation: Error, Sendable, Equatable, CustomStringConvert
     case completionCalledTwice
     /// An Objective-C style callback passed neither a value nor an error.
     case neitherValueNorError
+    /// A batch function given `keys` keys returned `results` results, where `batched` needs
+    /// exactly one per key, in order.
+    case resultCountMismatch(keys: Int, results: Int)
   }
 
   /// Which part of the contract was broken.
@@ -64,6 +67,8 @@ public struct ContractViolation: Error, Sendable, Equatable, CustomStringConvert
     case .completionNeverCalled: "\(function) released its completion without calling it"
     case .completionCalledTwice: "\(function) called its completion more than once"
     case .neitherValueNorError: "\(function) called back with neither a value nor an error"
+    case .resultCountMismatch(let keys, let results):
+      "\(function) returned \(results) results for a batch of \(keys) keys"
     }
   }
 }

@@ -1,0 +1,292 @@
+import Dispatch
+
+extension AsyncFunc where Input: Hashable {
+  /// Collects the runs made while a batch is open into one call of `load`: DataLoader.
+  ///
+  /// Each run loads one key. The first run opens a batch and sends a block to `queue`; the
+  /// batch closes when that block runs, or as soon as it holds `maxBatchSize` keys (the next
+  /// run then opens another). A closed batch calls `load` once with its keys, in the order
+  /// they were first asked for, each key once however many runs asked for it; every run gets
+  /// the output at its key's position. `load` must return exactly one output per key, in
+  /// order: any other count fails every run of the batch with ``ContractViolation`` naming
+  /// `load`, and a failure of `load` fails them all.
+  ///
+  /// A run cancelled before its batch is sent leaves it (its key too, if no other run asked
+  /// for it); when every run of a sent batch has been cancelled, the `load` run is cancelled.
+  /// Create the batched function once and reuse it: each call of `batched` makes a new,
+  /// independent loader. Add ``memoized(in:)`` for DataLoader's cache.
+  ///
+  /// ```swift
+  /// let usersByIDs = AsyncFunc<[Int], [String]>.sync(name: "usersByIDs") { ids in
+  ///   print("load", ids)
+  ///   return ids.map { "user\($0)" }
+  /// }
+  /// let tick = DispatchQueue(label: "tick")
+  /// let user = AsyncFunc<Int, String>.batched(usersByIDs, maxBatchSize: 100, on: tick)
+  /// print(user)
+  /// tick.sync {
+  ///   // The batch's block on `tick` runs after this one: all three loads join the batch.
+  ///   for id in [1, 2, 1] { user.run(id) { print(id, $0) } }
+  /// }
+  /// // prints batched(usersByIDs, maxBatchSize: 100)
+  /// // prints load [1, 2]
+  /// // prints 1 success("user1")
+  /// // prints 2 success("user2")
+  /// // prints 1 success("user1")
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - load: Loads a batch of keys, one output per key, in order.
+  ///   - maxBatchSize: The most keys in one call of `load`; at least 1.
+  ///   - queue: Where the block that closes a batch runs: the runs made before it join.
+  ///   - file: The caller's file, named in a count mismatch and when `maxBatchSize` is out of
+  ///     range.
+  ///   - line: The caller's line, named likewise.
+  /// - Returns: A function that loads one key.
+  /// - Complexity: O(1) amortized per run, plus one cancellation registration on its token,
+  ///   and O(*k*) per batch of *k* keys.
+  public static func batched(
+    _ load: AsyncFunc<[Input], [Output]>, maxBatchSize: Int = .max,
+    on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc {
+    Batcher(load, maxBatchSize: maxBatchSize, queue: queue, file: file, line: line) {
+      .success($0)
+    }.function
+  }
+
+  /// Collects the runs made while a batch is open into one call of `load`, which gives each
+  /// key its own outcome: the other `batched`, for a backend that fails keys one by one.
+  ///
+  /// ```swift
+  /// let usersByIDs = AsyncFunc<[Int], [Result<String, any Error>]>.sync(name: "usersByIDs") {
+  ///   $0.map { $0 > 0 ? .success("user\($0)") : .failure(CancellationError()) }
+  /// }
+  /// let user = AsyncFunc<Int, String>.batched(usersByIDs)
+  /// print(user)
+  /// print(try await user(1))
+  /// // prints batched(usersByIDs)
+  /// // prints user1
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - load: Loads a batch of keys, one outcome per key, in order.
+  ///   - maxBatchSize: The most keys in one call of `load`; at least 1.
+  ///   - queue: Where the block that closes a batch runs: the runs made before it join.
+  ///   - file: The caller's file, named in a count mismatch and when `maxBatchSize` is out of
+  ///     range.
+  ///   - line: The caller's line, named likewise.
+  /// - Returns: A function that loads one key.
+  /// - Complexity: As the other form.
+  public static func batched(
+    _ load: AsyncFunc<[Input], [Result<Output, any Error>]>, maxBatchSize: Int = .max,
+    on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc {
+    Batcher(load, maxBatchSize: maxBatchSize, queue: queue, file: file, line: line) { $0 }
+      .function
+  }
+}
+
+/// One `batched` loader: the batch open now, and how to send one.
+///
+/// Every batch's state is behind `open`'s lock.
+private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: Sendable>:
+  Sendable
+{
+  typealias Completion = @Sendable (Result<Value, any Error>) -> Void
+
+  let load: AsyncFunc<[Key], [Element]>
+  let outcome: @Sendable (Element) -> Result<Value, any Error>
+  let maxBatchSize: Int
+  let queue: DispatchQueue
+  /// Names `load` in a count mismatch.
+  let loader: (name: String, fileID: String, line: Int)
+  let call: String
+  let open = Locked<Batch<Key, Value>?>(nil)
+
+  init(
+    _ load: AsyncFunc<[Key], [Element]>, maxBatchSize: Int, queue: DispatchQueue,
+    file: StaticString, line: UInt,
+    outcome: @escaping @Sendable (Element) -> Result<Value, any Error>
+  ) {
+    precondition(
+      maxBatchSize >= 1, "batched(maxBatchSize: \(maxBatchSize)): it must be at least 1",
+      file: file, line: line)
+    self.load = load
+    self.outcome = outcome
+    self.maxBatchSize = maxBatchSize
+    self.queue = queue
+    loader = ("\(load)", "\(file)", Int(line))
+    call =
+      maxBatchSize == .max ? "batched(\(load))" : "batched(\(load), maxBatchSize: \(maxBatchSize))"
+  }
+
+  var function: AsyncFunc<Key, Value> {
+    AsyncFunc(name: call, fileID: loader.fileID, line: loader.line) { key, token, complete in
+      self.run(key, token: token, complete: complete)
+    }
+  }
+
+  private func run(_ key: Key, token: CancellationToken, complete: @escaping Completion) {
+    let (batch, id, opened, closed) = open.withLock { open in
+      let opened = open == nil
+      let batch = open ?? Batch()
+      let id = batch.add(key, complete)
+      guard batch.liveKeys >= maxBatchSize else {
+        open = batch
+        return (batch, id, opened, [Key]?.none)
+      }
+      open = nil
+      return (batch, id, opened, batch.close())
+    }
+    if opened && closed == nil {
+      queue.async {
+        let keys = self.open.withLock { open -> [Key]? in
+          guard open === batch else { return nil }  // Closed full already.
+          open = nil
+          return batch.close()
+        }
+        if let keys { self.send(batch, keys) }
+      }
+    }
+    watch(token, batch, id)
+    if let closed { send(batch, closed) }
+  }
+
+  private func watch(_ token: CancellationToken, _ batch: Batch<Key, Value>, _ id: Int) {
+    // Registered outside the lock: a token cancelled already runs the handler at once.
+    let registration = token.onCancel { self.leave(batch, id) }
+    let kept = open.withLock { _ in batch.keep(registration, for: id) }
+    if !kept { registration.remove() }
+  }
+
+  private func send(_ batch: Batch<Key, Value>, _ keys: [Key]) {
+    guard !keys.isEmpty else { return }  // Every run left before it was sent.
+    load.run(keys, token: batch.token) { result in self.deliver(batch, keys.count, result) }
+  }
+
+  private func leave(_ batch: Batch<Key, Value>, _ id: Int) {
+    let (left, cancel) = open.withLock { _ in batch.remove(id) }
+    guard let left else { return }
+    left.complete(.failure(CancellationError()))
+    if cancel { batch.token.cancel() }
+  }
+
+  private func deliver(
+    _ batch: Batch<Key, Value>, _ count: Int, _ result: Result<[Element], any Error>
+  ) {
+    let (waiters, positions) = open.withLock { _ in batch.deliver() }
+    let outcomes = result.flatMap { elements -> Result<[Element], any Error> in
+      guard elements.count == count else {
+        return .failure(
+          ContractViolation(
+            kind: .resultCountMismatch(keys: count, results: elements.count),
+            name: loader.name, fileID: loader.fileID, line: loader.line))
+      }
+      return .success(elements)
+    }
+    for waiter in waiters {
+      waiter.registration?.remove()
+      switch outcomes {
+      case .success(let elements): waiter.complete(outcome(elements[positions[waiter.slot]]))
+      case .failure(let error): waiter.complete(.failure(error))
+      }
+    }
+  }
+}
+
+/// The keys and runs of one batch.
+///
+/// `@unchecked Sendable`: every `var` is read and written only under its loader's lock.
+private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+  /// A run waiting for its key: its completion, and its registration once made.
+  struct Waiter: Sendable {
+    let id: Int
+    let slot: Int
+    let complete: @Sendable (Result<Value, any Error>) -> Void
+    var registration: CancellationToken.Registration?
+  }
+
+  let token = CancellationToken()
+  /// The keys in the order first asked for; `nil` where every run of a key left.
+  private var keys: [Key?] = []
+  private var slots: [Key: Int] = [:]
+  private var runsPerSlot: [Int] = []
+  private(set) var liveKeys = 0
+  /// In id order.
+  private var waiters: [Waiter] = []
+  private var nextID = 0
+  /// Closed: no key joins or leaves it any more.
+  private var closed = false
+  private var delivered = false
+  /// Each slot's position among the keys sent.
+  private var positions: [Int] = []
+
+  func add(_ key: Key, _ complete: @escaping @Sendable (Result<Value, any Error>) -> Void)
+    -> Int
+  {
+    let slot: Int
+    if let existing = slots[key] {
+      slot = existing
+    } else {
+      slot = keys.count
+      keys.append(key)
+      runsPerSlot.append(0)
+      slots[key] = slot
+      liveKeys += 1
+    }
+    runsPerSlot[slot] += 1
+    defer { nextID += 1 }
+    waiters.append(Waiter(id: nextID, slot: slot, complete: complete, registration: nil))
+    return nextID
+  }
+
+  /// Closes the batch; returns the keys to send, in order.
+  func close() -> [Key] {
+    closed = true
+    var sent: [Key] = []
+    sent.reserveCapacity(liveKeys)
+    positions = keys.map { key in
+      guard let key else { return -1 }
+      sent.append(key)
+      return sent.count - 1
+    }
+    return sent
+  }
+
+  private func index(of id: Int) -> Int? {
+    var (low, high) = (0, waiters.count)
+    while low < high {
+      let middle = (low + high) / 2
+      if waiters[middle].id < id { low = middle + 1 } else { high = middle }
+    }
+    return low < waiters.count && waiters[low].id == id ? low : nil
+  }
+
+  func keep(_ registration: CancellationToken.Registration, for id: Int) -> Bool {
+    guard let index = index(of: id) else { return false }
+    waiters[index].registration = registration
+    return true
+  }
+
+  /// Takes a cancelled run out; returns it, and whether the batch's call is now to be
+  /// cancelled (the batch was sent and no run is left).
+  func remove(_ id: Int) -> (Waiter?, Bool) {
+    guard let index = index(of: id) else { return (nil, false) }
+    let waiter = waiters.remove(at: index)
+    guard !closed else { return (waiter, waiters.isEmpty && !delivered) }
+    runsPerSlot[waiter.slot] -= 1
+    if runsPerSlot[waiter.slot] == 0, let key = keys[waiter.slot] {
+      keys[waiter.slot] = nil
+      slots[key] = nil
+      liveKeys -= 1
+    }
+    return (waiter, false)
+  }
+
+  /// Every run still waiting, and the slots' positions, taken for delivery.
+  func deliver() -> ([Waiter], [Int]) {
+    delivered = true
+    defer { waiters = [] }
+    return (waiters, positions)
+  }
+}

@@ -1,0 +1,91 @@
+import AsyncCombinatorsTesting
+import Testing
+
+@testable import AsyncCombinators
+
+@Suite struct ResultCacheTests {
+  @Test func prime_value_forget_and_count() {
+    let cache = ResultCache<String, Int>()
+    #expect(cache.count == 0)
+    #expect(cache.value(for: "a") == nil)
+    cache.prime("a", with: 1)
+    cache.prime("b", with: 2)
+    #expect(cache.value(for: "a") == 1)
+    #expect(cache.count == 2)
+    cache.prime("a", with: 10)
+    #expect(cache.value(for: "a") == 10)
+    #expect(cache.count == 2)
+    cache.forget("a")
+    #expect(cache.value(for: "a") == nil)
+    #expect(cache.count == 1)
+    cache.forget("missing")
+    #expect(cache.count == 1)
+    cache.forgetAll()
+    #expect(cache.count == 0)
+    #expect(cache.value(for: "b") == nil)
+  }
+
+  @Test func reading_a_value_makes_it_the_most_recently_used() {
+    let cache = ResultCache<Int, Int>(capacity: 3)
+    for key in 1...3 { cache.prime(key, with: key) }
+    #expect(cache.value(for: 1) == 1)
+    cache.prime(4, with: 4)  // evicts 2, the least recently used
+    #expect(cache.count == 3)
+    #expect(cache.value(for: 2) == nil)
+    #expect(cache.value(for: 1) == 1)
+    #expect(cache.value(for: 3) == 3)
+    #expect(cache.value(for: 4) == 4)
+  }
+
+  @Test func capacity_holds_under_many_stores_and_reuses_slots() {
+    let cache = ResultCache<Int, Int>(capacity: 10)
+    for key in 0..<1_000 { cache.prime(key, with: key) }
+    #expect(cache.count == 10)
+    #expect((990..<1_000).allSatisfy { cache.value(for: $0) == $0 })
+    #expect(cache.value(for: 989) == nil)
+  }
+
+  @Test func capacity_zero_keeps_nothing() {
+    let cache = ResultCache<Int, Int>(capacity: 0)
+    cache.prime(1, with: 1)
+    #expect(cache.count == 0)
+    #expect(cache.value(for: 1) == nil)
+  }
+
+  @Test func count_drops_expired_entries_at_their_instant() {
+    let clock = TestClock()
+    let cache = ResultCache<Int, Int>(lifetime: .seconds(2), clock: clock)
+    cache.prime(1, with: 1)
+    clock.advance(by: .seconds(1))
+    cache.prime(2, with: 2)
+    #expect(cache.count == 2)
+    clock.advance(by: .seconds(1))
+    #expect(cache.count == 1)
+    #expect(cache.value(for: 2) == 2)
+    clock.advance(by: .seconds(1))
+    #expect(cache.count == 0)
+  }
+
+  @Test func priming_again_restarts_the_lifetime() {
+    let clock = TestClock()
+    let cache = ResultCache<Int, Int>(lifetime: .seconds(2), clock: clock)
+    cache.prime(1, with: 1)
+    clock.advance(by: .seconds(1))
+    cache.prime(1, with: 11)
+    clock.advance(by: .seconds(1))
+    #expect(cache.value(for: 1) == 11)
+    clock.advance(by: .seconds(1))
+    #expect(cache.value(for: 1) == nil)
+  }
+
+  @Test func description_names_the_cache_and_its_settings() {
+    let users = ResultCache<Int, String>(
+      name: "users", lifetime: .seconds(60), capacity: 100, cachingFailures: true)
+    users.prime(1, with: "ada")
+    #expect(
+      "\(users)"
+        == "users: ResultCache(1 entry, capacity: 100, lifetime: 60.0 seconds, cachingFailures: true)"
+    )
+    #expect("\(ResultCache<Int, String>())" == "ResultCache(0 entries)")
+  }
+}
