@@ -74,3 +74,100 @@ public struct PlaygroundError: Error, CustomStringConvertible {
 
   public init(_ description: String) { self.description = description }
 }
+
+/// Records values from any thread, in the order they arrive.
+public final class Recorder<Value: Sendable>: Sendable {
+  private let values = Mutex<[Value]>([])
+
+  public init() {}
+
+  public func record(_ value: Value) { values.withLock { $0.append(value) } }
+
+  /// Everything recorded so far.
+  public var all: [Value] { values.withLock { $0 } }
+
+  public var count: Int { values.withLock { $0.count } }
+}
+
+/// Counts down to zero; ``wait()`` returns once it has.
+public final class Countdown: Sendable {
+  private struct State {
+    var remaining: Int
+    var waiters: [CheckedContinuation<Void, Never>] = []
+  }
+
+  private let state: Mutex<State>
+
+  public init(_ count: Int) { state = Mutex(State(remaining: count)) }
+
+  public func tick() {
+    let woken = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+      state.remaining -= 1
+      guard state.remaining <= 0 else { return [] }
+      defer { state.waiters = [] }
+      return state.waiters
+    }
+    for waiter in woken { waiter.resume() }
+  }
+
+  public func wait() async {
+    await withCheckedContinuation { continuation in
+      let done = state.withLock { state -> Bool in
+        guard state.remaining > 0 else { return true }
+        state.waiters.append(continuation)
+        return false
+      }
+      if done { continuation.resume() }
+    }
+  }
+}
+
+/// A function whose runs wait, parked, until the page completes them by hand.
+public final class Parking<Input: Sendable, Output: Sendable>: Sendable {
+  /// One parked run: its input, and the completion to call.
+  public struct Parked: Sendable {
+    public let input: Input
+    let completion: @Sendable (Result<Output, any Error>) -> Void
+
+    public func complete(_ result: Result<Output, any Error>) { completion(result) }
+  }
+
+  private let parked = Mutex<[Parked]>([])
+  private let startedCount = Mutex(0)
+
+  public init() {}
+
+  /// Parks every run it is given.
+  public var function: AsyncFunc<Input, Output> {
+    AsyncFunc(name: "parked") { input, complete in
+      self.startedCount.withLock { $0 += 1 }
+      self.parked.withLock { $0.append(Parked(input: input, completion: complete)) }
+    }
+  }
+
+  /// How many runs have started.
+  public var started: Int { startedCount.withLock { $0 } }
+
+  /// The runs parked so far, taken off.
+  public func takeAll() -> [Parked] {
+    parked.withLock { parked in
+      defer { parked = [] }
+      return parked
+    }
+  }
+}
+
+/// Holds one completion so that the page decides when, or whether, it is called.
+public final class ParkedCompletion<Output: Sendable>: Sendable {
+  private let held = Mutex<(@Sendable (Result<Output, any Error>) -> Void)?>(nil)
+
+  public init() {}
+
+  public func park(_ completion: @escaping @Sendable (Result<Output, any Error>) -> Void) {
+    held.withLock { $0 = completion }
+  }
+
+  public func complete(_ result: Result<Output, any Error>) {
+    held.withLock { $0.take() }?(result)
+  }
+}

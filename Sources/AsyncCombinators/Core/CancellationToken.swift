@@ -25,7 +25,8 @@ public protocol Cancellable: Sendable {
 /// ```
 ///
 /// Its state word is atomic, its handlers and its link to its parent are behind their table's
-/// lock, and the rest are `let`s: that is what makes the `@unchecked Sendable` safe.
+/// lock, `parent` is written only by `deinit`, and the rest are `let`s: that is what makes the
+/// `@unchecked Sendable` safe.
 public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// The token's state in one atomic word: the flags below, and the address of its handler
   /// table once it has one (tables are word-aligned, so the flags fit in the low bits).
@@ -124,9 +125,18 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// A child is cancelled the moment its parent is: ``isCancelled`` reads up the chain, so no
   /// stage on a child can decide to start after the parent's ``cancel()`` has begun.
-  private let parent: CancellationToken?
-  /// The value of `cancellationsBegun` at which this token and all its ancestors were last
-  /// found not cancelled: until another cancellation begins anywhere, that still holds.
+  ///
+  /// Written only by `deinit`, which hands a parent held nowhere else to the thread's
+  /// `Trampoline`: a chain of tokens nested 100,000 deep is then freed in a loop.
+  private var parent: CancellationToken?
+  /// The root of this token's tree, whose `cancellationsBegun` counts the cancellations begun
+  /// anywhere in the tree; `nil` for a root.
+  private let root: CancellationToken?
+  /// On a root: how many cancellations have begun in its tree, which is what a descendant's
+  /// cached "not cancelled" is valid for.
+  private let cancellationsBegun = Atomic<UInt>(0)
+  /// The root's `cancellationsBegun` when this token and all its ancestors were last found not
+  /// cancelled: until another cancellation begins in the tree, that still holds.
   private let clearAt = Atomic<UInt>(.max)
   /// Carried to child tokens so that tracing follows a run into parallel branches. Boxed:
   /// one reference is half the size of the existential, and only traced runs make the box.
@@ -153,6 +163,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     word = Atomic(0)
     tracing = observer.map(Tracing.init)
     parent = nil
+    root = nil
     inFlight = nil
   }
 
@@ -160,12 +171,16 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   private init(parent: CancellationToken, countingIn work: InFlightWork?) {
     word = Atomic(0)
     self.parent = parent
+    root = parent.root ?? parent
     tracing = parent.tracing
     inFlight = work ?? parent.inFlight
   }
 
   deinit {
     if let table = Self.table(in: word.load(ordering: .acquiring)) { table.release() }
+    if var parent = parent.take(), isKnownUniquelyReferenced(&parent) {
+      Trampoline.release(consume parent)
+    }
   }
 
   /// The handler table a state word points to, unretained.
@@ -176,14 +191,15 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
   ///
-  /// - Complexity: O(1) while no cancellation begins anywhere in the process; after one, a
-  ///   token nested *d* deep in the operations of its run walks its *d* ancestors once.
+  /// - Complexity: O(1) while no cancellation begins in the token's tree (its run and the
+  ///   operations nested in it); after one, a token nested *d* deep walks its *d* ancestors
+  ///   once.
   public var isCancelled: Bool {
     if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return true }
     guard let parent else { return false }
-    // Read before the walk: a cancellation begun before this count was raised is visible to
-    // the walk (the count is raised after the flag is set, with release ordering).
-    let epoch = cancellationsBegun.load(ordering: .acquiring)
+    // Read before the walk: a cancellation begun before the tree's count was raised is
+    // visible to the walk (the count is raised after the flag is set, with release ordering).
+    let epoch = (root ?? self).cancellationsBegun.load(ordering: .acquiring)
     if clearAt.load(ordering: .relaxed) == epoch { return false }
     // Every token holds its parent, and this one is alive while it is read, so the walk up
     // needs no references of its own. It stops at an ancestor already found clear at this
@@ -221,7 +237,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     guard before & Flag.cancelled == 0 else { return waitForHandlers() }
     // After the flag, before any handler: every `isCancelled` read that may have cached this
     // token's descendants as clear now walks again.
-    cancellationsBegun.add(1, ordering: .releasing)
+    (root ?? self).cancellationsBegun.add(1, ordering: .releasing)
     // No table: no handler was ever registered, and any registration from now on sees the flag.
     guard let table = Self.table(in: before) else { return }
     let link = table._withUnsafeGuaranteedRef { table in
@@ -446,10 +462,6 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     return (child, Registration(token: child, id: .max))
   }
 }
-
-/// How many cancellations have begun in the process: what a token's cached "not cancelled"
-/// is valid for.
-private let cancellationsBegun = Atomic<UInt>(0)
 
 extension CancellationToken: CustomStringConvertible {
   /// `CancellationToken(cancelled)` or `CancellationToken(active)`.

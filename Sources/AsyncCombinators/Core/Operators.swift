@@ -28,5 +28,5 @@ precedencegroup ParallelCompositionPrecedence {
 infix operator +> : SerialCompositionPrecedence
 
 /// Parallel composition: run both functions on the same input at once and pair the results.
-/// The named twin is `parallel(_:_:)`.
+/// The named twin is `parallel(a, b)` (``parallel(_:)`` with two functions).
 infix operator <> : ParallelCompositionPrecedence

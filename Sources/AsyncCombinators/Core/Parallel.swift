@@ -1,7 +1,7 @@
 /// Runs both functions on the same input at once and pairs their results: parallel composition.
 ///
-/// The two results are joined under a lock, exactly once, however the completions interleave
-/// across threads. The first failure completes the whole at once and cancels the other side;
+/// The two results are joined exactly once, however the completions interleave across
+/// threads: each branch writes its own slot, then counts down; the last one assembles the pair. The first failure completes the whole at once and cancels the other side;
 /// its late completion is ignored. The named twin is ``parallel(_:)``.
 ///
 /// Not Haskell's semigroup `<>`: this one runs functions in parallel.
@@ -66,7 +66,7 @@ extension AsyncFunc {
   /// The first failure fails the whole and cancels the branches still running; no branch
   /// starts after it. An empty array completes at once with `[]`.
   ///
-  /// - Complexity: O(*n*) to start; the join takes one lock per branch.
+  /// - Complexity: O(*n*) to start; the join is a countdown, one atomic decrement per branch.
   @inlinable
   public static func parallel(_ functions: [AsyncFunc]) -> AsyncFunc<Input, [Output]> {
     let label = Label(name: nil, fileID: #fileID, line: #line)

@@ -5,7 +5,7 @@ extension AsyncFunc {
   ///
   /// Nothing happens until the first `next()`. Elements are pulled by the consumer's own task,
   /// inside its `next()` calls (which keep `limit` running before handing out an output), and
-  /// started as interpreter runs; no task or thread per element, and the source's iterator
+  /// started directly as the array fold starts them; no task or thread per element, and the source's iterator
   /// never leaves the consumer's task. At most `limit` elements run at once, counted as the
   /// array fold counts them: an element's slot is held until its callback bodies have all
   /// called back, so one that timed out while its body ignores cancellation keeps its slot
@@ -57,7 +57,7 @@ extension AsyncFunc {
   ///   - line: The caller's line, named when `limit` is out of range.
   /// - Returns: The outputs, as a sequence that can throw.
   /// - Complexity: O(1) memory in the length of `source` (O(`limit`) in all), and per element
-  ///   one interpreter run, a few lock round trips and at most one suspension of the
+  ///   the function's own start, a few lock round trips and at most one suspension of the
   ///   consumer.
   public func concurrentMap<Source: AsyncSequence & Sendable>(
     over source: Source, limit: Int, ordered: Bool = true,

@@ -1,5 +1,5 @@
 /*:
- # 12. Shared admission
+ # 13. Shared admission
 
  `limit(n)` gates one function. Real code needs one gate shared by every function that hits
  one backend, rate limits that a service's terms dictate, queues that shed load instead of

@@ -1,5 +1,5 @@
 /*:
- # 12. Do the work once
+ # 14. Do the work once
 
  Three things every app that calls a backend writes by hand, usually wrongly: ten views ask
  for one avatar at once and ten requests go out; a token refresh races itself; a list asks

@@ -3,10 +3,9 @@ import Synchronization
 /// The outputs of a fold's elements by index: each slot is written at most once, by the
 /// element's own completion, and read only once the fold has finished.
 ///
-/// Not `[AnyValue?]`: a fold runs unspecialized, and there every optional it filled with `nil`,
-/// assigned, copied out and destroyed went through the runtime's value witnesses, about 450
-/// instructions an element. Here a slot is raw memory that a value is moved into, beside a
-/// byte that says it is there.
+/// Not `[AnyValue?]`: a fold runs unspecialized, where every optional filled with `nil`,
+/// assigned, copied out and destroyed goes through the runtime's value witnesses. Here a slot
+/// is raw memory that a value is moved into, beside a byte that says it is there.
 ///
 /// `@unchecked Sendable`: each slot is written by one thread only, the one that completes that
 /// element, once, before it sets the slot's flag with a release; every read of a slot, the
