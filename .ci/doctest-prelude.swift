@@ -357,3 +357,41 @@ func resetFakes() {
   worker.reset()
   cache.removeAll()
 }
+
+// Test fakes the newer guides' examples share, as a test target would write them.
+
+/// Records values from any thread, in order.
+final class Recorder<Value: Sendable>: Sendable {
+  private let values = Mutex<[Value]>([])
+  func record(_ value: Value) { values.withLock { $0.append(value) } }
+  var all: [Value] { values.withLock { $0 } }
+  var count: Int { values.withLock { $0.count } }
+}
+
+/// Holds one completion until the example calls it, or never.
+final class ParkedCompletion<Output: Sendable>: Sendable {
+  private let held = Mutex<(@Sendable (Result<Output, any Error>) -> Void)?>(nil)
+  func park(_ completion: @escaping @Sendable (Result<Output, any Error>) -> Void) {
+    held.withLock { $0 = completion }
+  }
+  func complete(_ result: Result<Output, any Error>) { held.withLock { $0 }?(result) }
+}
+
+/// Holds every completion it is given, in arrival order, until the example releases one.
+final class ParkedCompletions<Value: Sendable>: Sendable {
+  private let parked = Mutex<[@Sendable (Result<Value, any Error>) -> Void]>([])
+  func park(_ completion: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+    parked.withLock { $0.append(completion) }
+  }
+  func release(_ index: Int, _ result: Result<Value, any Error>) {
+    parked.withLock { $0[index] }(result)
+  }
+}
+
+extension Result {
+  /// The error of a failure; `nil` for a success.
+  var failure: Failure? {
+    guard case .failure(let error) = self else { return nil }
+    return error
+  }
+}

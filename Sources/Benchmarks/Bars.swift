@@ -26,8 +26,8 @@ private struct Bar {
 }
 
 private let modifierOverheadBars: [Bar] = [
-  ("on(queue)", 1.3), ("recover", 1.3), ("finally", 1.3), ("retry(2)", 1.3), ("settled", 1.3),
-  ("timeout(30 s)", 1.6), ("limit(8)", 1.6), ("retry(2) jittered", 1.5),
+  ("on(queue)", 1.5), ("recover", 1.5), ("finally", 1.5), ("retry(2)", 1.5), ("settled", 1.5),
+  ("timeout(30 s)", 2.0), ("limit(8)", 2.0), ("retry(2) jittered", 1.5),
   ("guarded closed", 1.5), ("hedged primary wins", 2.0),
 ].map { name, limit in
   Bar(what: "\(name) against the plain map", key: "overhead \(name)", limit: limit, unit: "x")
@@ -42,15 +42,15 @@ private let bars: [Bar] =
   [
     Bar(
       what: "1 × .on(queue) against DispatchQueue.async",
-      key: barKey("1 × .on(queue) stage, 10000 runs", against: "DispatchQueue.async"), limit: 1.2,
+      key: barKey("1 × .on(queue) stage, 10000 runs", against: "DispatchQueue.async"), limit: 1.3,
       unit: "x"),
     Bar(
       what: "3 × .on(queue) against DispatchQueue.async",
-      key: barKey("3 × .on(queue) stage, 10000 runs", against: "DispatchQueue.async"), limit: 1.2,
+      key: barKey("3 × .on(queue) stage, 10000 runs", against: "DispatchQueue.async"), limit: 1.3,
       unit: "x"),
     Bar(
       what: "Promise then against a hand-written hop",
-      key: barKey("Promise, 1000 × then", against: "DispatchQueue.global().async"), limit: 1.3,
+      key: barKey("Promise, 1000 × then", against: "DispatchQueue.global().async"), limit: 1.5,
       unit: "x"),
     Bar(
       what: "concurrentMap() against DispatchGroup",

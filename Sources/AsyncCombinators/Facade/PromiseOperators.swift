@@ -55,7 +55,7 @@ extension Promise {
 
   /// Runs the chain so far again when it fails: at most `times + 1` runs in all.
   ///
-  /// ``AsyncFunc/retry(_:delay:backoff:if:clock:file:line:)`` on the chain: a promise is cold,
+  /// ``AsyncFunc/retry(_:delay:backoff:maxDelay:jitter:budget:if:clock:file:line:)`` on the chain: a promise is cold,
   /// so each attempt runs every block of the chain again. `CancellationError` is never retried.
   ///
   /// ```swift
@@ -72,20 +72,24 @@ extension Promise {
   ///   - times: How many times to retry after the first attempt; 0 or more.
   ///   - delay: The wait before the first retry; zero retries at once.
   ///   - backoff: What each wait is multiplied by for the next; at least 1.
+  ///   - maxDelay: The longest any wait may be, before jitter; no cap when `nil`.
+  ///   - jitter: How each wait is randomized, so runs that fail together do not retry in step.
+  ///   - budget: Retries shared with every function given the same budget.
   ///   - shouldRetry: Whether an error is worth another attempt.
   ///   - clock: The clock the waits are measured on; `ContinuousClock()` unless given.
   ///   - file: The caller's file, named when an argument is out of range.
   ///   - line: The caller's line, named when an argument is out of range.
   /// - Returns: A new chain that wraps this one.
   public func retry<C: Clock>(
-    _ times: Int, delay: Duration = .zero, backoff: Double = 1,
+    _ times: Int, delay: Duration = .zero, backoff: Double = 1, maxDelay: Duration? = nil,
+    jitter: Jitter = .none, budget: RetryBudget? = nil,
     if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
     clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line
   ) -> Promise where C.Duration == Duration {
     Promise(
       chain.retry(
-        times, delay: delay, backoff: backoff, if: shouldRetry, clock: clock, file: file,
-        line: line))
+        times, delay: delay, backoff: backoff, maxDelay: maxDelay, jitter: jitter, budget: budget,
+        if: shouldRetry, clock: clock, file: file, line: line))
   }
 
   /// Passes the chain's value on after `duration` on `clock`: ``AsyncFunc/delay(_:clock:file:line:)``

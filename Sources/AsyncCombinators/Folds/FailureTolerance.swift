@@ -67,7 +67,7 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
     }
   }
 
-  /// How many elements of a stream must have finished before a ``ratio(_:)`` tolerance is
+  /// How many elements of a stream must have finished before a ``ratio(_:file:line:)`` tolerance is
   /// judged while the stream is still running: 100.
   ///
   /// A stream's length is unknown until it ends, so
