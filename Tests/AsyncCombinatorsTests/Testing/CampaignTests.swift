@@ -21,7 +21,10 @@ private indirect enum Pipe: CustomStringConvertible {
   case pair(Pipe, Pipe)
   case recover(Pipe)
   case settled(Pipe)
+  /// `retry(1, delay:)`: a failed attempt pauses before the next, where a cancellation can land.
   case retry(Pipe)
+  /// `p +> .delay(…)`: a pause after `p`, where a cancellation can land.
+  case delay(Pipe)
   case timeout(Pipe)
   case race(Pipe, Pipe)
   case limit(Pipe)
@@ -30,7 +33,7 @@ private indirect enum Pipe: CustomStringConvertible {
   case fold(Pipe)
 
   static func random(_ generate: inout PipelineGenerator, depth: Int) -> Pipe {
-    let pick = depth == 0 ? 0 : Int.random(in: 0...10, using: &generate.random)
+    let pick = depth == 0 ? 0 : Int.random(in: 0...11, using: &generate.random)
     let inner = { (generate: inout PipelineGenerator) in random(&generate, depth: depth - 1) }
     switch pick {
     case 1: return .serial(inner(&generate), inner(&generate))
@@ -43,6 +46,7 @@ private indirect enum Pipe: CustomStringConvertible {
     case 8: return .limit(inner(&generate))
     case 9: return .finally(inner(&generate))
     case 10: return .fold(inner(&generate))
+    case 11: return .delay(inner(&generate))
     default: return .chain(generate.chain(maximumLength: 3))
     }
   }
@@ -59,7 +63,8 @@ private indirect enum Pipe: CustomStringConvertible {
         +> AsyncFunc<Result<Int, any Error>, Int>.sync {
           (try? $0.get()) ?? -2
         }
-    case .retry(let a): a.function(in: lab).retry(1)
+    case .retry(let a): a.function(in: lab).retry(1, delay: .milliseconds(1))
+    case .delay(let a): a.function(in: lab) +> .delay(.milliseconds(1))
     case .timeout(let a): a.function(in: lab).timeout(.seconds(600))
     case .race(let a, let b): AsyncFunc.race([a.function(in: lab), b.function(in: lab)])
     case .limit(let a): a.function(in: lab).limit(2)
@@ -98,7 +103,7 @@ private indirect enum Pipe: CustomStringConvertible {
       return Set(a.allowed(x).map { $0 == .failed ? .value(-1) : $0 })
     case .settled(let a):
       return Set(a.allowed(x).map { $0 == .failed ? .value(-2) : $0 })
-    case .retry(let a), .timeout(let a), .limit(let a), .finally(let a):
+    case .retry(let a), .timeout(let a), .limit(let a), .finally(let a), .delay(let a):
       return a.allowed(x)
     case .race(let a, let b):
       let (first, second) = (a.allowed(x), b.allowed(x))
@@ -127,7 +132,8 @@ private indirect enum Pipe: CustomStringConvertible {
     case .pair(let a, let b): "(\(a) <> \(b))"
     case .recover(let a): "\(a).recover"
     case .settled(let a): "\(a).settled"
-    case .retry(let a): "\(a).retry(1)"
+    case .retry(let a): "\(a).retry(1, delay: 1 ms)"
+    case .delay(let a): "(\(a) +> delay(1 ms))"
     case .timeout(let a): "\(a).timeout"
     case .race(let a, let b): "race(\(a), \(b))"
     case .limit(let a): "\(a).limit(2)"

@@ -6,6 +6,23 @@ import Testing
 @testable import AsyncCombinators
 
 @Suite struct TimeoutTests {
+  @Test func a_zero_timeout_times_out_a_result_that_comes_after_the_start_returned() async throws {
+    // Completes after one hop: not before its start returns, so zero times it out, on every
+    // clock.
+    let hop = AsyncFunc<Int, Int> { x, complete in
+      DispatchQueue.global().async { complete(.success(x)) }
+    }
+    let outcomes = [
+      await runToCompletion(hop.timeout(.zero), 1),
+      await runToCompletion(hop.timeout(.zero, clock: TestClock()), 1),
+    ]
+    for outcome in outcomes {
+      #expect(outcome.failure as? TimeoutError == TimeoutError(duration: .zero))
+    }
+    let synchronous = AsyncFunc<Int, Int>.sync { $0 }
+    #expect(try await synchronous.timeout(.zero)(2) == 2)
+  }
+
   @Test func a_result_in_time_passes_through() async throws {
     let quick = AsyncFunc<Int, Int>.async { $0 + 1 }
     #expect(try await quick.timeout(.seconds(30))(1) == 2)
