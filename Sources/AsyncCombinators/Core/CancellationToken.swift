@@ -229,7 +229,9 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   ///
   /// Cancellation takes effect before any handler runs: from the moment `cancel()` begins,
   /// ``isCancelled`` is `true` here and on every child, so a stage that has not yet decided to
-  /// start never starts.
+  /// start never starts. When another thread is already cancelling the token (a timeout that
+  /// fired, a newer run that superseded this one), `cancel()` returns once that thread has run
+  /// every handler, so any caller can rely on them having run.
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
