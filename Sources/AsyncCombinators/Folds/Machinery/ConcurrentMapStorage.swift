@@ -11,11 +11,11 @@ import Synchronization
 /// single-stage function costs its completion and no run of its own. No task per element, and
 /// no thread ever waits.
 ///
-/// With a limit, each element runs on a count of its bodies in flight (`ElementBodies`), so
+/// With a limit, each element runs on a count of its bodies in flight (`ElementWork`, as the array fold's), so
 /// its slot comes back when its work is done, not when its result is in: what the array fold
 /// and `limit(_:)` count.
 @usableFromInline
-final class ConcurrentMapStorage: StageSink {
+final class ConcurrentMapStorage: SlotJoin {
   private let program: Program
   private let machine: Locked<ConcurrentMapStateMachine>
   /// Every element's token; cancelled when the stream ends before its source does.
@@ -23,7 +23,7 @@ final class ConcurrentMapStorage: StageSink {
   private let progress: (@Sendable (BatchProgress) -> Void)?
   /// The stream has failed or the consumer gone: a pull reserved before then is not made.
   private let hasEnded = Atomic<Bool>(false)
-  /// Whether each element runs on an `ElementBodies`, which holds its slot until its bodies
+  /// Whether each element runs on an `ElementWork`, which holds its slot until its bodies
   /// are done; without a limit there is no slot to hold.
   private let countsBodies: Bool
 
@@ -108,12 +108,12 @@ final class ConcurrentMapStorage: StageSink {
     guard countsBodies else {
       return program.start(input, token: elements, sink: self, branch: index)
     }
-    let bodies = ElementBodies(self, childOf: elements)
-    program.start(input, token: bodies.element!.child, sink: bodies, branch: index)
+    let work = ElementWork(self, childOf: elements)
+    program.start(input, token: work.element!.child, sink: work, branch: index)
   }
 
   /// Every body of a finished element has called back: its slot may take the next one.
-  fileprivate func slotFreed() {
+  func slotFreed() {
     execute(machine.withLock { $0.slotFreed() })
   }
 
@@ -157,46 +157,5 @@ final class ConcurrentMapStorage: StageSink {
       guard let report else { return execute(effects) }
       progress(report)
     }
-  }
-}
-
-/// One element of a limited stream: where it reports (its result goes to the storage at once)
-/// and the count of its bodies in flight, which gives the element's slot back once no body of it
-/// is left, as a fold's `ElementWork` does for an array.
-///
-/// The stream's one use of `InFlightWork`: the count, the element's token (a child of the
-/// stream's `elements` token that counts in it), `leave()` for the hold on the result, and
-/// `becameQuiet()`. A body nested inside the element (a timeout's, a race's) enters and leaves
-/// this count on its own.
-///
-/// `@unchecked Sendable`, with no lock: `storage` is a `let`; `element` is set at `init`, read
-/// by the starter before the element's bodies run, and let go once they are all done.
-private final class ElementBodies: InFlightWork, StageSink, @unchecked Sendable {
-  private let storage: ConcurrentMapStorage
-  /// The token the element runs on: a child of the stream's `elements` that counts in this
-  /// element. Let go when quiet, as the token holds this element as its count.
-  private(set) var element: (child: CancellationToken, link: CancellationToken.Registration)?
-
-  init(_ storage: ConcurrentMapStorage, childOf elements: CancellationToken) {
-    self.storage = storage
-    super.init(within: elements.inFlight)
-    element = elements.makeChild(countingIn: self)
-  }
-
-  /// No body of the element is left: the stream's token forwards its cancellation here no
-  /// more, and the slot is free.
-  override func becameQuiet() {
-    element.take()?.link.remove()
-    storage.slotFreed()
-  }
-
-  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    storage.stageSucceeded(value, branch: branch)
-    leave()
-  }
-
-  func stageFailed(_ error: any Error, branch: Int) {
-    storage.stageFailed(error, branch: branch)
-    leave()
   }
 }

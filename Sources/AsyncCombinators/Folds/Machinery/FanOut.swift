@@ -259,50 +259,6 @@ final class FanOut<Element: Sendable>: SlotJoin {
   }
 }
 
-/// A join whose elements hold slots, told when one element's bodies are all done.
-protocol SlotJoin: StageSink {
-  func slotFreed()
-}
-
-/// One element of a limited fold: where it reports (its result goes to the join at once), the
-/// count of its bodies in flight, which gives the element's slot back once no body of it is
-/// left, and the token the element runs on.
-///
-/// It holds the join as a protocol rather than as a `FanOut<Element>`: a class generic over
-/// the element would cost a lookup of its type metadata in the runtime's cache per element.
-///
-/// `@unchecked Sendable`, with no lock: `join` is a `let`; `element` is set at `init`, read
-/// by the starter before the element's bodies run, and let go once they are all done.
-private final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
-  private let join: any SlotJoin
-  /// The token the element runs on: a child of the fold's `branches` that counts in this
-  /// element. Let go when quiet, as the token holds this element as its count.
-  private(set) var element: (child: CancellationToken, link: CancellationToken.Registration)?
-
-  init(_ join: any SlotJoin, childOf branches: CancellationToken) {
-    self.join = join
-    super.init(within: branches.inFlight)
-    element = branches.makeChild(countingIn: self)
-  }
-
-  /// No body of the element is left: the fold's token forwards its cancellation here no more.
-  /// That handler held the element's token, and the token this object, until now.
-  override func becameQuiet() {
-    element.take()?.link.remove()
-    join.slotFreed()
-  }
-
-  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    join.stageSucceeded(value, branch: branch)
-    leave()
-  }
-
-  func stageFailed(_ error: any Error, branch: Int) {
-    join.stageFailed(error, branch: branch)
-    leave()
-  }
-}
-
 struct FanOutFailure: Sendable {
   let index: Int
   let error: any Error
