@@ -69,6 +69,7 @@ func runAdmissionScenario() {
   let growth = measure([{ waiting(small) }, { waiting(large) }])
   let perSmall = growth.median(0, per: small)
   let perLarge = growth.median(1, per: large)
+  recordForBars("growth waiting", perLarge / perSmall)
   print(
     "Limiter waiting, per run".padding(toLength: 46, withPad: " ", startingAt: 0)
       + " \(small) waiters \(format(perSmall)) ns | \(large) waiters \(format(perLarge)) ns"

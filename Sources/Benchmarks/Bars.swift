@@ -53,12 +53,32 @@ private let bars: [Bar] =
       key: barKey("Promise, 1000 × then", against: "DispatchQueue.global().async"), limit: 1.5,
       unit: "x"),
     Bar(
-      what: "concurrentMap() against DispatchGroup",
-      key: barKey("concurrentMap(), 100000 elements", against: "DispatchGroup + locked array"),
-      limit: 1.3, unit: "x"),
+      what: "concurrentMap() against the contract kept by hand",
+      key: barKey("concurrentMap(), 100000 elements", against: contractKeepingLabel),
+      limit: 1.15, unit: "x"),
     Bar(
-      what: "parallel fan-out against DispatchGroup",
-      key: barKey("parallel, 100000 branches", against: "DispatchGroup"), limit: 1.2, unit: "x"),
+      what: "parallel against the contract kept by hand",
+      key: barKey("parallel, 100000 branches", against: contractKeepingLabel), limit: 1.15,
+      unit: "x"),
+    Bar(
+      what: ".sync stage against a hand-written continuation",
+      key: barKey("serial, 1000000 .sync stages", against: "hand-written CPS"), limit: 1.2,
+      unit: "x"),
+    Bar(
+      what: "limited(by:) against concurrentMap(limit: 8)",
+      key: barKey(
+        "limited(by: Limiter(concurrency: 8)), 100000", against: "concurrentMap(limit: 8)"),
+      limit: 2.0, unit: "x"),
+    Bar(
+      what: "queued(on:) against concurrentMap(limit: 8)",
+      key: barKey("queued(on: WorkQueue(limit: 8)), 100000", against: "concurrentMap(limit: 8)"),
+      limit: 2.0, unit: "x"),
+    Bar(
+      what: "Limiter waiting, growth 10,000 to 160,000", key: "growth waiting", limit: 1.3,
+      unit: "x"),
+    Bar(
+      what: "Limiter rejection, allocations beyond its error", key: "allocations limiter",
+      limit: 0, unit: ""),
   ] + modifierOverheadBars + growthBars
   + ["ordered", "unordered"].map { order in
     Bar(

@@ -11,6 +11,11 @@ if arguments.first == "--memory", let kind = arguments.dropFirst().first {
   exit(0)
 }
 
+if arguments.first == "--allocations-child", let path = arguments.dropFirst().first {
+  runAllocationChild(path, runs: arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000)
+  exit(0)
+}
+
 print("AsyncCombinators benchmarks (release build, medians of 7, interleaved, ratios by round)")
 if arguments.first == "--serial" {
   // A smaller chain for instruction counting under valgrind.
@@ -85,6 +90,11 @@ if arguments.first == "--admission" {
   runAdmissionScenario()
   exit(0)
 }
+if arguments.first == "--allocations" {
+  // What a rejection allocates, counted under valgrind.
+  runAllocationScenario()
+  exit(0)
+}
 if arguments.first == "--sharing" {
   // The shared, memoized and batched rows alone.
   runSharingScenario()
@@ -139,4 +149,5 @@ let streamPeak = streamOutput.split(separator: " ").last.map {
 }
 print("concurrentMap(over:), 1000000, process peak   \(streamPeak ?? "?") MB (bound: 64 MB)")
 if let peak = streamPeak.flatMap({ Double($0) }) { recordForBars("stream peak", peak) }
+runAllocationScenario()
 printBars()

@@ -32,11 +32,22 @@ extension AsyncFunc {
   }
 
   /// The stage every gated modifier makes: each run enters `function`'s gate.
+  ///
+  /// The gate is asked first, so that a run admitted at once skips the queue and a rejected
+  /// one builds nothing; only a run that must wait becomes a waiter in the queue.
   func limitedStage(_ function: LimitedFunction, call: String) -> AsyncFunc {
     AsyncFunc(modifying: program, call: call) { input, token, report in
-      function.gate.enter(
-        LimitedRun(function, token, report), input: input, weight: function.weight,
-        priority: function.priority)
+      let gate = function.gate
+      switch gate.attempt(weight: function.weight, priority: function.priority) {
+      case .admitted:
+        LimitedRun(function, token, report).admitted(input)
+      case .rejected(let retryAfter):
+        report.fail(LimitExceeded(retryAfter: retryAfter))
+      case .waits:
+        gate.enter(
+          LimitedRun(function, token, report), input: input, weight: function.weight,
+          priority: function.priority)
+      }
     }
   }
 }

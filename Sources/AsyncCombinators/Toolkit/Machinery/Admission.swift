@@ -325,13 +325,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
     if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
     let entry = state.withLock { state -> Entry in
-      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
-      switch queueLimit.kind {
-      case .none:
-        return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
-      case .count(let most) where state.waitingCount >= most:
-        return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
-      default: break
+      switch decide(&state, weight: weight, priority: priority) {
+      case .admitted: return .admitted
+      case .rejected(let retryAfter): return .rejected(retryAfter: retryAfter)
+      case .waits: break
       }
       waiter.place.weight = weight
       waiter.place.priority = priority
@@ -364,6 +361,35 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
     // A rate-paced gate needs a refill timer for the new head.
     if clock != nil { drain() }
+  }
+
+  /// Admits or rejects a run at once when it can, before the caller builds its waiter: a run
+  /// the queue limit rejects makes nothing but its error.
+  ///
+  /// On `.admitted` the slot is taken, and the caller calls ``leave(weight:succeeded:)`` once
+  /// its work is done; on `.waits` the caller calls ``enter(_:input:weight:priority:)``, which
+  /// decides again.
+  func attempt(weight: Int = 1, priority: Int = 0) -> Attempt {
+    state.withLock { decide(&$0, weight: weight, priority: priority) }
+  }
+
+  enum Attempt {
+    case admitted
+    case rejected(retryAfter: Duration?)
+    case waits
+  }
+
+  /// Whether a run may start now (taking its slot), must be rejected, or may wait.
+  private func decide(_ state: inout State, weight: Int, priority: Int) -> Attempt {
+    if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+    switch queueLimit.kind {
+    case .none:
+      return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+    case .count(let most) where state.waitingCount >= most:
+      return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+    default:
+      return .waits
+    }
   }
 
   /// Gives back `weight`; the waiters that now fit get their slots.
