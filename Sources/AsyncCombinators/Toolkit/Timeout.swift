@@ -53,15 +53,21 @@ extension AsyncFunc {
 /// Where a `timeout` stage's inner function reports, racing its timer: whichever comes first
 /// completes the stage and cancels the other (the inner run, or the timer).
 ///
-/// The inner run gets a child token of the run's, which the race cancels when the timer wins
-/// and once the inner run has reported (which also takes the timer back, as the timer is armed
-/// on that token). `decided` hands `report` to exactly one of the result and the timer: that
-/// is what makes the `@unchecked Sendable` safe.
+/// The inner run gets a child token of the run's, which the race cancels once decided. The
+/// run's cancellation ends the race too, through a handler on that token, so that the timer
+/// comes off at once rather than when the inner run answers. `@unchecked Sendable`: `state`
+/// hands `report` to exactly one of the result, the timer and the cancellation, under its lock.
 private final class TimeoutRace: StageSink, @unchecked Sendable {
+  private enum State {
+    /// Undecided; the timer once armed.
+    case racing(timer: (any Cancellable)?)
+    case decided
+  }
+
   private var report: StageReport?
   private let duration: Duration
   let inner: CancellationToken
-  private let decided = Atomic<Bool>(false)
+  private let state = Locked(State.racing(timer: nil))
 
   init(_ report: StageReport, _ duration: Duration, run: CancellationToken) {
     self.report = report
@@ -73,32 +79,46 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
   /// The inner run's start has returned: arms the timer, unless the race is decided already;
   /// without a deadline (a zero duration), times out at once.
   func started(_ deadline: TimerDeadline?) {
-    guard !decided.load(ordering: .acquiring) else { return }
-    guard let deadline else { return expire() }
-    deadline.arm(on: inner) { expired in if expired { self.expire() } }
+    guard let deadline else { return end(TimeoutError(duration: duration)) }
+    if case .decided = state.withLock({ $0 }) { return }
+    inner.onCancel { self.end(CancellationError()) }
+    let timer = deadline.schedule { self.end(TimeoutError(duration: self.duration)) }
+    let armed = state.withLock { state in
+      guard case .racing = state else { return false }
+      state = .racing(timer: timer)
+      return true
+    }
+    if !armed { timer.cancel() }
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     let value = value
     guard decide() else { return }
-    inner.cancel()  // The inner run is over: this takes the timer back.
     report.take()!.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
     guard decide() else { return }
-    inner.cancel()
     report.take()!.fail(error)
   }
 
-  private func expire() {
+  /// The timer or the run's cancellation came first.
+  private func end(_ error: any Error) {
     guard decide() else { return }
-    inner.cancel()  // Stops the inner run.
-    report.take()!.fail(TimeoutError(duration: duration))
+    report.take()!.fail(error)
   }
 
-  /// Claims the win: `true` for the first of the result and the timer.
+  /// Claims the win for the first of the result and the timer, and takes the timer back and
+  /// ends the inner run's token: the inner run is over, or stops.
   private func decide() -> Bool {
-    !decided.exchange(true, ordering: .acquiringAndReleasing)
+    let taken = state.withLock { state -> State? in
+      guard case .racing = state else { return nil }
+      defer { state = .decided }
+      return state
+    }
+    guard case .racing(let timer)? = taken else { return false }
+    timer?.cancel()
+    inner.cancel()
+    return true
   }
 }

@@ -64,7 +64,7 @@ package struct DeadlineQueue<Instant: Comparable, Item> {
   package mutating func cancel(_ id: UInt64) -> Item? {
     let slot = Int32(truncatingIfNeeded: id & 0xFFFF_FFFF)
     let generation = UInt32(truncatingIfNeeded: id >> 32)
-    guard Int(slot) < slots.count, slots[Int(slot)].generation == generation,
+    guard slot >= 0, Int(slot) < slots.count, slots[Int(slot)].generation == generation,
       let item = take(slot)
     else { return nil }
     if heap.count > 64 && heap.count > 2 * count { rebuildFromLiveKeys() }

@@ -32,7 +32,10 @@ final class SharedTimers: Sendable {
   /// A pending timer, as a ``Cancellable``: cancelling it drops its closure at once.
   struct Timer: Cancellable {
     let id: UInt64
-    func cancel() { SharedTimers.shared.cancel(id) }
+    func cancel() {
+      guard id != Timer.none.id else { return }
+      SharedTimers.shared.cancel(id)
+    }
 
     /// A timer that was never scheduled: cancelling it does nothing.
     static var none: Timer { Timer(id: .max) }

@@ -69,12 +69,26 @@ struct TimerDeadline: Sendable {
     let deadline = clock.now.advanced(by: duration)
     kind = .custom { fire in
       if let scheduling = clock as? any TimerSchedulingClock {
-        return schedule(on: scheduling, at: deadline, fire)
+        return scheduleTimer(on: scheduling, at: deadline, fire)
       }
       return Task {
         do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
         fire()
       }
+    }
+  }
+
+  /// Calls `fire` on a global queue once the deadline has passed, unless the returned timer
+  /// is cancelled first. A deadline that never comes schedules nothing.
+  ///
+  /// For a caller that decides for itself when the timer is no longer wanted, as `timeout`'s
+  /// race does; ``arm(on:_:)`` ties a timer to a token instead.
+  func schedule(_ fire: @escaping @Sendable () -> Void) -> any Cancellable {
+    switch kind {
+    case .never: SharedTimers.Timer.none
+    case .uptime(let due):
+      SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due), fire)
+    case .custom(let schedule): schedule(fire)
     }
   }
 
@@ -84,16 +98,7 @@ struct TimerDeadline: Sendable {
   func arm(on token: CancellationToken, _ fire: @escaping @Sendable (_ expired: Bool) -> Void) {
     let pending = PendingTimer(fire)
     let registration = token.onCancel { pending.end(expired: false) }
-    let timer: (any Cancellable)?
-    switch kind {
-    case .never: timer = nil
-    case .uptime(let due):
-      timer = SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due)) {
-        pending.end(expired: true)
-      }
-    case .custom(let schedule): timer = schedule { pending.end(expired: true) }
-    }
-    pending.attach(timer, registration)
+    pending.attach(schedule { pending.end(expired: true) }, registration)
   }
 }
 
@@ -113,14 +118,14 @@ private final class PendingTimer: Sendable {
 
   /// Keeps what to take back, unless the timer ended while they were made: then takes them
   /// back now.
-  func attach(_ timer: (any Cancellable)?, _ registration: CancellationToken.Registration) {
+  func attach(_ timer: any Cancellable, _ registration: CancellationToken.Registration) {
     let ended = state.withLock { state in
       guard case .waiting = state else { return true }
       state = .waiting(timer: timer, registration: registration)
       return false
     }
     guard ended else { return }
-    timer?.cancel()
+    timer.cancel()
     registration.remove()
   }
 
@@ -137,7 +142,7 @@ private final class PendingTimer: Sendable {
 }
 
 /// Opens a scheduling clock, so that a deadline fixed on it can be handed over.
-private func schedule<S: TimerSchedulingClock, Instant>(
+private func scheduleTimer<S: TimerSchedulingClock, Instant>(
   on clock: S, at deadline: Instant, _ fire: @escaping @Sendable () -> Void
 ) -> any Cancellable {
   // `clock` is the operator's clock cast to the protocol, and `deadline` an instant of that
