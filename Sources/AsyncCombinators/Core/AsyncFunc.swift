@@ -51,8 +51,8 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
     name: String? = nil, fileID: String = #fileID, line: Int = #line,
     _ body: @escaping @Sendable (_ input: Input, _ complete: @escaping Completion) -> Void
   ) {
-    // The stage calls `body` itself rather than through the three-argument form, whose
-    // adapter closure was an object of its own (about 50 bytes) for every function made.
+    // The stage calls `body` itself rather than through the three-argument form, which would
+    // wrap it in an adapter closure of its own.
     let label = Label(name: name, fileID: fileID, line: line)
     let stage = CallbackStage(shape: .stage(label), label: label) { input, _, completion in
       body(unbox(input), completion.typed(Output.self))

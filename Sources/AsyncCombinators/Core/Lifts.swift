@@ -37,7 +37,7 @@ extension AsyncFunc {
   /// Lifts a synchronous function: it runs on the thread that reaches it, and a throw is the
   /// failure.
   ///
-  /// A synchronous stage costs a few nanoseconds and no allocation.
+  /// A synchronous stage runs inline in the run's loop: no completion object, no hop.
   ///
   /// ```swift
   /// let parse = AsyncFunc<String, Int>.sync(name: "parse") { text in

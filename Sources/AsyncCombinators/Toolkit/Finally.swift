@@ -109,17 +109,14 @@ private final class Tap: StageSink {
 ///
 /// `value` and `failure` (the inner result, one of them set) are written before the cleanup
 /// starts and read when the cleanup reports, which the cleanup's completion orders after that
-/// start: that is what makes `@unchecked Sendable` safe, and what lets them skip the dynamic
-/// exclusivity checks a class's `var` otherwise pays at every access (the accesses can never
-/// overlap). Two optionals rather than an optional `Result`, whose tag the runtime would be
-/// asked for at every access.
+/// start: that is what makes `@unchecked Sendable` safe.
 private final class Cleanup: StageSink, @unchecked Sendable {
   private let report: StageReport
   private let cleanup: Program
   private let input: AnyValue
   private let token: CancellationToken
-  @exclusivity(unchecked) private var value: AnyValue?
-  @exclusivity(unchecked) private var failure: (any Error)?
+  private var value: AnyValue?
+  private var failure: (any Error)?
 
   init(
     _ report: StageReport, _ cleanup: Program, _ input: AnyValue,

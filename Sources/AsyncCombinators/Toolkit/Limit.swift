@@ -93,8 +93,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   private let function: LimitedFunction
   private let report: StageReport
   let waitsOn: CancellationToken
-  /// Unchecked: only the gate touches it, under its lock, so the checks could never fire.
-  @exclusivity(unchecked) var place = AdmissionPlace()
+  var place = AdmissionPlace()
   private var holdsSlot = false
   /// How the inner function ended; written once, before the count can go quiet.
   private var succeeded: Bool?

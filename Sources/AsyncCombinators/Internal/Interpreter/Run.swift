@@ -40,7 +40,8 @@ final class Run: StageSink, @unchecked Sendable {
   private let drivingThread = Atomic<UInt>(0)
   /// The state that travels with the baton. Behind a pointer rather than in `var`s because
   /// the baton protocol, not Swift's exclusivity checks, keeps its accesses apart, and those
-  /// checks would cost more than the rest of a synchronous stage.
+  /// checks would cost more than the rest of a synchronous stage (the benchmark's serial
+  /// `.sync` row).
   private let baton: UnsafeMutablePointer<Baton>
   /// Uninitialized except between a stage succeeding inline and the loop moving the value
   /// out: initializing and moving, never assigning, keeps value witnesses off the hot path.
@@ -315,13 +316,13 @@ final class StageCompletion: @unchecked Sendable {
   private let sink: any StageSink
   /// Which branch of a fork-join this stage is; 0 for a stage of a `Run`.
   private let branch: Int
-  @exclusivity(unchecked) fileprivate var stage: CallbackStage
+  fileprivate var stage: CallbackStage
   private let called = Atomic<Bool>(false)
   /// The count of bodies in flight this stage was counted in, left when it calls back or is
   /// released uncalled.
-  @exclusivity(unchecked) private var counted: InFlightWork?
+  private var counted: InFlightWork?
   /// While traced: the stage's event, and the handler that ends it when the run is cancelled.
-  @exclusivity(unchecked) private var traced: TracedStage?
+  private var traced: TracedStage?
 
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
   init(

@@ -2,9 +2,8 @@
 /// element, an array) as it is.
 ///
 /// A function value that becomes a generic value is converted to the most general calling
-/// convention, and the conversion allocates a thunk on the heap (32 bytes, and a `free` on
-/// whichever thread releases it). A struct keeps its layout wherever it goes, so the closure
-/// inside it is never converted.
+/// convention, through a thunk made for it. A struct keeps its layout wherever it goes, so the
+/// closure inside it is never converted.
 struct Action: Sendable {
   let run: @Sendable () -> Void
 
