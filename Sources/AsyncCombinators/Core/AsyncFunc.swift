@@ -226,3 +226,16 @@ extension AsyncFunc: CustomStringConvertible {
   /// `(load <> other) +> decode +> dewarp`. An unnamed stage shows where it was made.
   public var description: String { program.structure }
 }
+
+extension AsyncFunc {
+  /// A modifier's stage: `body` works on erased values and reports through a `StageReport`,
+  /// which spares the typed closures a public initializer wraps around every run, and the
+  /// completion object.
+  @usableFromInline
+  init(
+    modifying inner: Program, call: String,
+    body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+  ) {
+    self.init(program: .modifier(ModifierStage(shape: .modified(inner, call), body: body)))
+  }
+}
