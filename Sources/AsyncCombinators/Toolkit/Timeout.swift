@@ -45,7 +45,7 @@ extension AsyncFunc {
       let deadline = duration > .zero ? timers.deadline(after: duration) : nil
       let race = TimeoutRace(report, duration, run: token)
       inner.start(input, token: race.inner, sink: race)
-      race.started(deadline)
+      race.started(deadline, run: token)
     }
   }
 }
@@ -54,20 +54,21 @@ extension AsyncFunc {
 /// completes the stage and cancels the other (the inner run, or the timer).
 ///
 /// The inner run gets a child token of the run's, which the race cancels once decided. The
-/// run's cancellation ends the race too, through a handler on that token, so that the timer
-/// comes off at once rather than when the inner run answers. `@unchecked Sendable`: `state`
-/// hands `report` to exactly one of the result, the timer and the cancellation, under its lock.
+/// run's cancellation ends the race too, through a handler on the run's token, so that the
+/// timer comes off at once rather than when the inner run answers. `@unchecked Sendable`:
+/// `state` hands `report` to exactly one of the result, the timer and the cancellation, under
+/// its lock.
 private final class TimeoutRace: StageSink, @unchecked Sendable {
   private enum State {
-    /// Undecided; the timer once armed.
-    case racing(timer: (any Cancellable)?)
+    /// Undecided; the timer and the handler on the run's token, once armed.
+    case racing(timer: (any Cancellable)?, registration: CancellationToken.Registration?)
     case decided
   }
 
   private var report: StageReport?
   private let duration: Duration
   let inner: CancellationToken
-  private let state = Locked(State.racing(timer: nil))
+  private let state = Locked(State.racing(timer: nil, registration: nil))
 
   init(_ report: StageReport, _ duration: Duration, run: CancellationToken) {
     self.report = report
@@ -78,17 +79,19 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
 
   /// The inner run's start has returned: arms the timer, unless the race is decided already;
   /// without a deadline (a zero duration), times out at once.
-  func started(_ deadline: TimerDeadline?) {
+  func started(_ deadline: TimerDeadline?, run token: CancellationToken) {
     guard let deadline else { return end(TimeoutError(duration: duration)) }
     if case .decided = state.withLock({ $0 }) { return }
-    inner.onCancel { self.end(CancellationError()) }
+    let registration = token.onCancel { self.end(CancellationError()) }
     let timer = deadline.schedule { self.end(TimeoutError(duration: self.duration)) }
     let armed = state.withLock { state in
       guard case .racing = state else { return false }
-      state = .racing(timer: timer)
+      state = .racing(timer: timer, registration: registration)
       return true
     }
-    if !armed { timer.cancel() }
+    guard !armed else { return }
+    timer.cancel()
+    registration.remove()
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
@@ -116,8 +119,9 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
       defer { state = .decided }
       return state
     }
-    guard case .racing(let timer)? = taken else { return false }
+    guard case .racing(let timer, let registration)? = taken else { return false }
     timer?.cancel()
+    registration?.remove()
     inner.cancel()
     return true
   }

@@ -168,8 +168,8 @@ import Testing
   }
 
   @Test func the_runs_token_keeps_no_registration_once_the_result_arrives() throws {
-    // The inner stage registers on its token and never removes it: that links the race to the
-    // run's token, and the race must undo the link once the result is in.
+    // The inner stage registers on its token and never removes it: that links the inner token
+    // to the run's, and the race must undo the link, and its own handler, once the result is in.
     let parked = Locked<(@Sendable (Result<Int, any Error>) -> Void)?>(nil)
     let stage = AsyncFunc<Int, Int> { input, token, complete in
       token.onCancel {}
@@ -179,8 +179,8 @@ import Testing
     let outcome = Locked<Result<Int, any Error>?>(nil)
     stage.timeout(Self.hours).run(1, token: token) { result in outcome.withLock { $0 = result } }
     #expect(Self.farTimers() == 1)
-    // The run's, and the link of the race's token, which the timer and the stage are on.
-    #expect(token.registrationCount == 2)
+    // The run's, the race's, and the link of the inner token, which the stage is on.
+    #expect(token.registrationCount == 3)
     parked.withLock { $0 }?(.success(2))
     #expect(try outcome.withLock { $0 }?.get() == 2)
     #expect(Self.farTimers() == 0)
