@@ -91,8 +91,8 @@ if arguments.first == "--admission" {
   exit(0)
 }
 if arguments.first == "--allocations" {
-  // What a rejection allocates, counted under valgrind.
-  runAllocationScenario()
+  // What a rejection and each modifier allocate per run, counted under valgrind.
+  runAllocationScenario(modifiers: true)
   exit(0)
 }
 if arguments.first == "--sharing" {
