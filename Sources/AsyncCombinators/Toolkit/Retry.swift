@@ -73,11 +73,24 @@ extension AsyncFunc {
     if jitter != .none { call += ", jitter: \(jitter)" }
     if let budget { call += ", budget: \(budget.call)" }
     call += ")"
-    let inner = program
-    return AsyncFunc(modifying: inner, call: call) { [call] input, token, report in
-      RetryLoop(inner, call: call, input: input, token: token, policy: policy, report: report)
-        .start()
+    let plan = RetryPlan(program, call: call, policy: policy)
+    return AsyncFunc(modifying: program, call: call) { input, token, report in
+      RetryLoop(plan, input: input, token: token, report: report).start()
     }
+  }
+}
+
+/// What every run of one `retry` function shares: one reference per run, where the policy's
+/// fields would be a reference each.
+final class RetryPlan: Sendable {
+  let inner: Program
+  let call: String
+  let policy: RetryPolicy
+
+  init(_ inner: Program, call: String, policy: RetryPolicy) {
+    self.inner = inner
+    self.call = call
+    self.policy = policy
   }
 }
 
@@ -103,23 +116,16 @@ final class RetryLoop: StageSink {
     var waits = RetryWaits()
   }
 
-  private let inner: Program
-  private let call: String
+  private let plan: RetryPlan
   private let input: AnyValue
   private let token: CancellationToken
-  private let policy: RetryPolicy
   private let report: StageReport
   private let state: Locked<State>
 
-  init(
-    _ inner: Program, call: String, input: AnyValue, token: CancellationToken,
-    policy: RetryPolicy, report: StageReport
-  ) {
-    self.inner = inner
-    self.call = call
+  init(_ plan: RetryPlan, input: AnyValue, token: CancellationToken, report: StageReport) {
+    self.plan = plan
     self.input = input
     self.token = token
-    self.policy = policy
     self.report = report
     state = Locked(State())
   }
@@ -130,7 +136,7 @@ final class RetryLoop: StageSink {
   private func retry(after wait: Duration) {
     if wait > .zero {
       // A cancelled wait ends the run: nothing else would report it.
-      policy.clock.after(wait, token) { expired in
+      plan.policy.clock.after(wait, token) { expired in
         expired ? self.startAttempt() : self.finish(.failure(CancellationError()))
       }
     } else {
@@ -150,7 +156,7 @@ final class RetryLoop: StageSink {
     guard enter else { return }
     var again = true
     while again {
-      inner.start(input, token: token, sink: self)
+      plan.inner.start(input, token: token, sink: self)
       again = state.withLock { state in
         defer { state.again = false }
         if !state.again { state.inLoop = false }
@@ -160,7 +166,7 @@ final class RetryLoop: StageSink {
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
-    policy.budget?.refund()
+    plan.policy.budget?.refund()
     finish(.success(value))
   }
 
@@ -170,13 +176,14 @@ final class RetryLoop: StageSink {
       return state.attempts
     }
     let cancelled = token.isCancelled
+    let policy = plan.policy
     guard policy.retries(error, attempt: attempt, isCancelled: cancelled) else {
       return finish(.failure(cancelled ? CancellationError() : error))
     }
     let wait = state.withLock { policy.wait(after: error, waits: &$0.waits) }
     if let observer = token.observer {
       observer.retryWillWait(
-        Program.modified(inner, call), attempt: attempt, wait: wait, error: error)
+        Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error)
     }
     retry(after: wait)
   }

@@ -69,7 +69,7 @@ struct TimerDeadline: Sendable {
     let deadline = clock.now.advanced(by: duration)
     kind = .custom { fire in
       if let scheduling = clock as? any TimerSchedulingClock {
-        return schedule(on: scheduling, at: deadline, fire)
+        return scheduleOpened(on: scheduling, at: deadline, fire)
       }
       return Task {
         do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
@@ -84,16 +84,43 @@ struct TimerDeadline: Sendable {
   func arm(on token: CancellationToken, _ fire: @escaping @Sendable (_ expired: Bool) -> Void) {
     let pending = PendingTimer(fire)
     let registration = token.onCancel { pending.end(expired: false) }
-    let timer: (any Cancellable)?
+    pending.attach(schedule { pending.end(expired: true) }, registration)
+  }
+
+  /// Calls `fire` at the deadline, on a thread of the clock's choosing (possibly the caller's,
+  /// for a clock whose time has already passed it), unless the timer is cancelled first. It
+  /// watches no token: an owner that must hear of a cancellation registers for it itself.
+  func schedule(_ fire: @escaping @Sendable () -> Void) -> ScheduledTimer {
     switch kind {
-    case .never: timer = nil
+    case .never: .none
     case .uptime(let due):
-      timer = SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due)) {
-        pending.end(expired: true)
-      }
-    case .custom(let schedule): timer = schedule { pending.end(expired: true) }
+      .shared(SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due), fire))
+    case .custom(let schedule): .custom(ScheduledTimer.CustomTimer(schedule(fire)))
     }
-    pending.attach(timer, registration)
+  }
+}
+
+/// A timer ``TimerDeadline/schedule(_:)`` made, to take it back with. The default clock's
+/// timer is an id, so that copying one is copying a word.
+enum ScheduledTimer: Cancellable {
+  /// A deadline that never comes: nothing was scheduled.
+  case none
+  case shared(SharedTimers.Timer)
+  /// Another clock's timer, boxed: a reference is cheaper to copy than an existential.
+  case custom(CustomTimer)
+
+  final class CustomTimer: Sendable {
+    let timer: any Cancellable
+    init(_ timer: any Cancellable) { self.timer = timer }
+  }
+
+  /// Takes the timer back, if it has not fired: its closure is let go.
+  func cancel() {
+    switch self {
+    case .none: break
+    case .shared(let timer): timer.cancel()
+    case .custom(let custom): custom.timer.cancel()
+    }
   }
 }
 
@@ -102,25 +129,25 @@ struct TimerDeadline: Sendable {
 private final class PendingTimer: Sendable {
   private enum State {
     /// Armed; what to take back once it ends, when known yet.
-    case waiting(timer: (any Cancellable)?, registration: CancellationToken.Registration?)
+    case waiting(timer: ScheduledTimer, registration: CancellationToken.Registration?)
     case ended
   }
 
-  private let state = Locked(State.waiting(timer: nil, registration: nil))
+  private let state = Locked(State.waiting(timer: .none, registration: nil))
   private let fire: @Sendable (Bool) -> Void
 
   init(_ fire: @escaping @Sendable (Bool) -> Void) { self.fire = fire }
 
   /// Keeps what to take back, unless the timer ended while they were made: then takes them
   /// back now.
-  func attach(_ timer: (any Cancellable)?, _ registration: CancellationToken.Registration) {
+  func attach(_ timer: ScheduledTimer, _ registration: CancellationToken.Registration) {
     let ended = state.withLock { state in
       guard case .waiting = state else { return true }
       state = .waiting(timer: timer, registration: registration)
       return false
     }
     guard ended else { return }
-    timer?.cancel()
+    timer.cancel()
     registration.remove()
   }
 
@@ -131,13 +158,13 @@ private final class PendingTimer: Sendable {
       return state
     }
     guard case .waiting(let timer, let registration)? = taken else { return }
-    if expired { registration?.remove() } else { timer?.cancel() }
+    if expired { registration?.remove() } else { timer.cancel() }
     fire(expired)
   }
 }
 
 /// Opens a scheduling clock, so that a deadline fixed on it can be handed over.
-private func schedule<S: TimerSchedulingClock, Instant>(
+private func scheduleOpened<S: TimerSchedulingClock, Instant>(
   on clock: S, at deadline: Instant, _ fire: @escaping @Sendable () -> Void
 ) -> any Cancellable {
   // `clock` is the operator's clock cast to the protocol, and `deadline` an instant of that
