@@ -36,6 +36,17 @@ if arguments.first == "--modifiers" {
   }
   exit(0)
 }
+if arguments.first == "--resilience" {
+  // The resilience rows alone, at the width their bars are stated at.
+  runModifierScenario(
+    widths: [100_000], rows: ["none", "retry(2) jittered", "guarded closed", "hedged primary wins"])
+  exit(0)
+}
+if arguments.first == "--allocations", let kind = arguments.dropFirst().first {
+  // `--allocations breaker 1000`: for valgrind's heap totals (see `runAllocationCount`).
+  runAllocationCount(kind, runs: arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000)
+  exit(0)
+}
 if arguments.first == "--promise" {
   // The promise and hop rows alone, optionally at other lengths: `--promise 100 4000`.
   let lengths = arguments.dropFirst().compactMap { Int($0) }

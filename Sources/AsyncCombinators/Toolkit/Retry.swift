@@ -97,9 +97,9 @@ final class RetryPlan: Sendable {
 /// The attempts of one `retry` run.
 ///
 /// Attempts start from a loop, not from the previous attempt's completion: an attempt that
-/// fails synchronously sets `again` and returns, and the loop starts the next one, so a
-/// thousand synchronous failures use one stack frame. An attempt that fails later, after the
-/// loop has exited, re-enters the loop on its own thread (or the retry timer's).
+/// fails synchronously sets `loop` to `again` and returns, and the loop starts the next one,
+/// so a thousand synchronous failures use one stack frame. An attempt that fails later, after
+/// the loop has exited, re-enters the loop on its own thread (or the retry timer's).
 ///
 /// Each attempt starts the inner program directly and reports to the loop, as a modifier's
 /// inner function reports to its sink: no run of its own, no registration.
@@ -109,11 +109,17 @@ final class RetryPlan: Sendable {
 final class RetryLoop: StageSink {
   private struct State {
     var attempts = 0
-    /// Whether a thread is in `loop()` and will start the next attempt when asked.
-    var inLoop = false
-    var again = false
     /// What the waits of this run have been, for the next.
     var waits = RetryWaits()
+  }
+
+  /// Where the loop in `startAttempt` stands. Only the thread in the loop leaves `running`
+  /// for `idle` and `again` for `running`; any thread moves `idle` to `running` (and enters
+  /// the loop) or `running` to `again` (and leaves the next attempt to the loop).
+  private enum Loop {
+    static let idle: UInt8 = 0
+    static let running: UInt8 = 1
+    static let again: UInt8 = 2
   }
 
   private let plan: RetryPlan
@@ -121,6 +127,7 @@ final class RetryLoop: StageSink {
   private let token: CancellationToken
   private let report: StageReport
   private let state: Locked<State>
+  private let loop = Atomic<UInt8>(Loop.idle)
 
   init(_ plan: RetryPlan, input: AnyValue, token: CancellationToken, report: StageReport) {
     self.plan = plan
@@ -145,23 +152,23 @@ final class RetryLoop: StageSink {
   }
 
   private func startAttempt() {
-    let enter = state.withLock { state in
-      if state.inLoop {
-        state.again = true
-        return false
+    var current = loop.load(ordering: .relaxed)
+    while true {
+      let next = current == Loop.idle ? Loop.running : Loop.again
+      let (exchanged, found) = loop.compareExchange(
+        expected: current, desired: next, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if next == Loop.again { return }  // The thread in the loop starts it.
+        break
       }
-      state.inLoop = true
-      return true
+      current = found
     }
-    guard enter else { return }
-    var again = true
-    while again {
+    while true {
       plan.inner.start(input, token: token, sink: self)
-      again = state.withLock { state in
-        defer { state.again = false }
-        if !state.again { state.inLoop = false }
-        return state.again
-      }
+      let (done, _) = loop.compareExchange(
+        expected: Loop.running, desired: Loop.idle, ordering: .acquiringAndReleasing)
+      if done { return }
+      loop.store(Loop.running, ordering: .relaxed)  // It was `again`: one more attempt.
     }
   }
 
