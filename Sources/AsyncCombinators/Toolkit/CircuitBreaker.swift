@@ -213,7 +213,8 @@ extension AsyncFunc {
   ///
   /// - Parameter breaker: The breaker; it may guard other functions too.
   /// - Returns: A function with the same input and output.
-  /// - Complexity: O(1) per run, under the breaker's lock.
+  /// - Complexity: O(1) per run: while the breaker is closed, one atomic load to admit it
+  ///   and one update under the breaker's lock to count its outcome.
   public func guarded(by breaker: CircuitBreaker) -> AsyncFunc {
     let inner = program
     return AsyncFunc(modifying: inner, call: "guarded(by: \(breaker.label))") {
