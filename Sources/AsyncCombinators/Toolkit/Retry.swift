@@ -144,7 +144,7 @@ final class RetryLoop: StageSink {
     if wait > .zero {
       // A cancelled wait ends the run: nothing else would report it.
       plan.policy.clock.after(wait, token) { expired in
-        expired ? self.startAttempt() : self.finish(.failure(CancellationError()))
+        expired ? self.startAttempt() : self.report.fail(CancellationError())
       }
     } else {
       startAttempt()
@@ -174,7 +174,7 @@ final class RetryLoop: StageSink {
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     plan.policy.budget?.refund()
-    finish(.success(value))
+    report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
@@ -185,7 +185,7 @@ final class RetryLoop: StageSink {
     let cancelled = token.isCancelled
     let policy = plan.policy
     guard policy.retries(error, attempt: attempt, isCancelled: cancelled) else {
-      return finish(.failure(cancelled ? CancellationError() : error))
+      return report.fail(cancelled ? CancellationError() : error)
     }
     let wait = state.withLock { policy.wait(after: error, waits: &$0.waits) }
     if let observer = token.observer {
@@ -195,7 +195,6 @@ final class RetryLoop: StageSink {
     retry(after: wait)
   }
 
-  private func finish(_ result: AnyResult) { report.complete(result) }
 }
 
 /// When and how often `retry` tries again.
