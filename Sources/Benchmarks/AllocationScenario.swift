@@ -41,7 +41,10 @@ func runAllocationScenario(modifiers: Bool = false) {
   }
   print("\nAllocations per run, counted by valgrind")
   compare(
-    [("limiter", "Limiter rejection, against its error")], against: "failing", bars: true)
+    [
+      ("limiter", "Limiter rejection, against its error"),
+      ("breaker", "Open breaker's rejection, against its error"),
+    ], against: "failing", bars: true)
   if modifiers {
     compare(
       allocationModifiers.keys.sorted().map { ($0, "\($0), against the plain stage") },
@@ -97,6 +100,14 @@ func runAllocationChild(_ path: String, runs: Int) {
     }
     function = parked.limited(by: Limiter(concurrency: 1, queue: .none))
     function.run(-1) { _ in }
+    failing = true
+  case "breaker":
+    let breaker = CircuitBreaker(
+      name: "bench", minimumThroughput: 1, breakDuration: .seconds(3_600))
+    function = AsyncFunc<Int, Int>.sync { _ in throw LimitExceeded(retryAfter: nil) }
+      .guarded(by: breaker)
+    function.run(-1) { _ in }  // The one failure that opens it.
+    precondition(breaker.state == .open, "the breaker did not open")
     failing = true
   case "failing":
     function = .sync { _ in throw LimitExceeded(retryAfter: nil) }

@@ -79,6 +79,9 @@ private let bars: [Bar] =
     Bar(
       what: "Limiter rejection, allocations beyond its error", key: "allocations limiter",
       limit: 0, unit: ""),
+    Bar(
+      what: "Open breaker's rejection, allocations beyond its error",
+      key: "allocations breaker", limit: 0, unit: ""),
   ] + modifierOverheadBars + growthBars
   + ["ordered", "unordered"].map { order in
     Bar(

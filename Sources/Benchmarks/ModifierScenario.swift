@@ -18,8 +18,11 @@ import Synchronization
 /// first-width figure. Measured one width after another, a slow spell of the machine that
 /// fell on one width's batch moved every row's growth together, the plain fold's as much as
 /// any (0.47x in one process, 1.65x in the next, for the same binary).
+///
+/// `rows`, when given, keeps those rows alone, as `BENCHMARK_MODIFIERS` does.
 func runModifierScenario(
-  widths: [Int] = [10_000, 40_000, 160_000], overheadWidth: Int = 100_000, repetitions: Int = 7
+  widths: [Int] = [10_000, 40_000, 160_000], overheadWidth: Int = 100_000, repetitions: Int = 7,
+  rows: [String]? = nil
 ) {
   let f = AsyncFunc<Int, Int>(name: "f") { x, complete in
     DispatchQueue.global().async { complete(.success(x &+ 1)) }
@@ -54,7 +57,7 @@ func runModifierScenario(
   // `BENCHMARK_MODIFIERS="none,timeout(30 s)"` keeps those rows alone: a row's cost can depend
   // on the rows around it, through Dispatch's threads and the allocator's bins.
   let only = ProcessInfo.processInfo.environment["BENCHMARK_MODIFIERS"]
-  let kept = only?.split(separator: ",").map(String.init)
+  let kept = rows ?? only?.split(separator: ",").map(String.init)
   let modifiers = kept.map { names in allModifiers.filter { names.contains($0.0) } } ?? allModifiers
   print("\nModifiers inside concurrentMap, f completing on a global queue (ns/element)")
   let widths = Set(widths + [overheadWidth]).sorted()

@@ -41,6 +41,12 @@ if arguments.first == "--modifiers" {
   }
   exit(0)
 }
+if arguments.first == "--resilience" {
+  // The resilience rows alone, at the width their bars are stated at.
+  runModifierScenario(
+    widths: [100_000], rows: ["none", "retry(2) jittered", "guarded closed", "hedged primary wins"])
+  exit(0)
+}
 if arguments.first == "--promise" {
   // The promise and hop rows alone, optionally at other lengths: `--promise 100 4000`.
   let lengths = arguments.dropFirst().compactMap { Int($0) }

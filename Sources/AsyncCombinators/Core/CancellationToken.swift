@@ -130,8 +130,10 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// `Trampoline`: a chain of tokens nested 100,000 deep is then freed in a loop.
   private var parent: CancellationToken?
   /// The root of this token's tree, whose `cancellationsBegun` counts the cancellations begun
-  /// anywhere in the tree; `nil` for a root.
-  private let root: CancellationToken?
+  /// anywhere in the tree; `nil` for a root. Not retained: the chain of parents holds it for as
+  /// long as this token lives, and a root is shared by every token of a run, so a retain of
+  /// it per child would be one more write to a line every thread touches.
+  private unowned(unsafe) let root: CancellationToken?
   /// On a root: how many cancellations have begun in its tree, which is what a descendant's
   /// cached "not cancelled" is valid for.
   private let cancellationsBegun = Atomic<UInt>(0)

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Stops calling a service that keeps failing, for a while, so that it can recover and its
 /// callers fail fast instead of waiting on it.
 ///
@@ -56,6 +58,12 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
   /// The time elapsed on the breaker's clock since it was made.
   private let now: @Sendable () -> Duration
   private let controller: Locked<BreakerController>
+  /// The controller's generation while it is closed, ``notClosed`` otherwise: stored under
+  /// the controller's lock whenever it may have changed, read without it, so that a closed
+  /// breaker admits a run with one atomic load, and drops an outcome from an earlier window
+  /// without the lock or the clock.
+  private let closedGeneration = Atomic<UInt64>(0)
+  private static let notClosed = UInt64.max
 
   /// Creates a closed breaker.
   ///
@@ -91,8 +99,14 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
       "CircuitBreaker(breakDuration: \(breakDuration)): must be more than zero")
     self.name = name
     self.isFailure = isFailure
-    let origin = clock.now
-    now = { origin.duration(to: clock.now) }
+    // The default clock read directly, not through the generic one: an outcome reads it.
+    if let continuous = clock as? ContinuousClock {
+      let origin = continuous.now
+      now = { origin.duration(to: .now) }
+    } else {
+      let origin = clock.now
+      now = { origin.duration(to: clock.now) }
+    }
     controller = Locked(
       BreakerController(
         failureRatio: failureRatio, minimumThroughput: minimumThroughput,
@@ -107,12 +121,22 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
 
   /// Holds the breaker open, whatever the outcomes, until ``reset()``.
   public func isolate() {
-    controller.withLock { $0.isolate() }
+    changing { $0.isolate() }
   }
 
   /// Closes the breaker with a fresh window, whatever its state.
   public func reset() {
-    controller.withLock { $0.reset() }
+    changing { $0.reset() }
+  }
+
+  /// Runs `body` on the controller under its lock, then publishes whether it is closed.
+  private func changing<Result>(_ body: (inout BreakerController) -> Result) -> Result {
+    controller.withLock { controller in
+      let result = body(&controller)
+      closedGeneration.store(
+        controller.closedGeneration ?? Self.notClosed, ordering: .releasing)
+      return result
+    }
   }
 
   /// `CircuitBreaker(payments, closed)`.
@@ -125,8 +149,11 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
 
   /// Lets a run through, or turns it away with the error it fails with.
   func admit(observer: (any RunObserver)?) -> Result<BreakerTicket, BrokenCircuitError> {
+    // Closed: nothing to decide, so neither the lock nor the clock.
+    let generation = closedGeneration.load(ordering: .acquiring)
+    if generation != Self.notClosed { return .success(.closed(generation: generation)) }
     let time = now()
-    let (decision, change) = controller.withLock { $0.admit(at: time) }
+    let (decision, change) = changing { $0.admit(at: time) }
     let admission = decision.mapError {
       BrokenCircuitError(breaker: name, retryAfter: $0.retryAfter)
     }
@@ -139,8 +166,15 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
 
   /// Counts the outcome of a run it let through.
   func record(_ ticket: BreakerTicket, _ outcome: BreakerOutcome, observer: (any RunObserver)?) {
+    if case .closed(let admitted) = ticket {
+      // An outcome that counts as nothing, or belongs to a window since replaced (generations
+      // only grow), changes nothing: it needs neither the lock nor the clock.
+      guard outcome == .success || outcome == .failure,
+        admitted == closedGeneration.load(ordering: .relaxed)
+      else { return }
+    }
     let time = now()
-    let change = controller.withLock { $0.record(ticket, outcome, at: time) }
+    let change = changing { $0.record(ticket, outcome, at: time) }
     if let observer, let change {
       observer.circuitBreakerChanged(self, from: change.from, to: change.to)
     }
@@ -179,7 +213,8 @@ extension AsyncFunc {
   ///
   /// - Parameter breaker: The breaker; it may guard other functions too.
   /// - Returns: A function with the same input and output.
-  /// - Complexity: O(1) per run, under the breaker's lock.
+  /// - Complexity: O(1) per run: while the breaker is closed, one atomic load to admit it
+  ///   and one update under the breaker's lock to count its outcome.
   public func guarded(by breaker: CircuitBreaker) -> AsyncFunc {
     let inner = program
     return AsyncFunc(modifying: inner, call: "guarded(by: \(breaker.label))") {
@@ -280,7 +315,7 @@ struct BreakerController {
   let breakDuration: Duration
   private var phase = Phase.closed
   /// The outcomes counted while closed; replaced whenever the breaker closes.
-  private var window = HealthWindow()
+  private var window: HealthWindow
   /// Changes at every close and every probe, so that late outcomes of earlier admissions
   /// count as nothing.
   private var generation: UInt64 = 0
@@ -293,6 +328,13 @@ struct BreakerController {
     self.minimumThroughput = minimumThroughput
     self.samplingDuration = samplingDuration
     self.breakDuration = breakDuration
+    window = HealthWindow(sampling: samplingDuration)
+  }
+
+  /// The generation while closed; `nil` in any other phase.
+  var closedGeneration: UInt64? {
+    guard case .closed = phase else { return nil }
+    return generation
   }
 
   func state(at now: Duration) -> CircuitBreaker.State {
@@ -335,8 +377,8 @@ struct BreakerController {
     switch (ticket, phase) {
     case (.closed(let admitted), .closed) where admitted == generation:
       switch outcome {
-      case .success: window.add(failed: false, at: now, sampling: samplingDuration)
-      case .failure: window.add(failed: true, at: now, sampling: samplingDuration)
+      case .success: window.add(failed: false, at: now)
+      case .failure: window.add(failed: true, at: now)
       case .notFailure, .cancelled: return nil
       }
       let (finished, failures) = window.totals
@@ -377,7 +419,7 @@ struct BreakerController {
   mutating func reset() {
     generation &+= 1
     phase = .closed
-    window = HealthWindow()
+    window = HealthWindow(sampling: samplingDuration)
   }
 }
 
@@ -390,21 +432,32 @@ struct HealthWindow {
     var failures = 0
   }
 
+  private let sampling: Duration
+  private let sliceWidth: Duration
   /// Oldest first; at most eleven.
   private var slices: [Slice] = []
+  /// The sums over `slices`.
+  private(set) var totals = (finished: 0, failures: 0)
 
-  mutating func add(failed: Bool, at now: Duration, sampling: Duration) {
-    while let oldest = slices.first, now - oldest.start >= sampling { slices.removeFirst() }
-    if let last = slices.indices.last, now - slices[last].start < sampling / 10 {
-      slices[last].finished += 1
-      if failed { slices[last].failures += 1 }
-    } else {
-      slices.append(Slice(start: now, finished: 1, failures: failed ? 1 : 0))
-    }
+  init(sampling: Duration) {
+    self.sampling = sampling
+    sliceWidth = sampling / 10
   }
 
-  /// Outcomes and failures in the window, as of the last `add`.
-  var totals: (finished: Int, failures: Int) {
-    slices.reduce((0, 0)) { ($0.0 + $1.finished, $0.1 + $1.failures) }
+  mutating func add(failed: Bool, at now: Duration) {
+    while let oldest = slices.first, now - oldest.start >= sampling {
+      totals.finished -= oldest.finished
+      totals.failures -= oldest.failures
+      slices.removeFirst()
+    }
+    let failures = failed ? 1 : 0
+    totals.finished += 1
+    totals.failures += failures
+    if let last = slices.indices.last, now - slices[last].start < sliceWidth {
+      slices[last].finished += 1
+      slices[last].failures += failures
+    } else {
+      slices.append(Slice(start: now, finished: 1, failures: failures))
+    }
   }
 }

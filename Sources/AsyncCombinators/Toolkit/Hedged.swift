@@ -51,30 +51,62 @@ extension AsyncFunc {
     var call = "hedged(after: \(delay)"
     if maxHedges != 1 { call += ", maxHedges: \(maxHedges)" }
     call += ")"
-    let inner = program
-    let timers = TimerClock(clock)
-    return AsyncFunc(modifying: inner, call: call) { [call] input, token, report in
-      HedgedRun(
-        inner, call: call, input: input, token: token, delay: delay, maxHedges: maxHedges,
-        timers: timers, report: report
-      ).start()
+    let plan = HedgePlan(
+      program, call: call, delay: delay, maxHedges: maxHedges, timers: TimerClock(clock))
+    return AsyncFunc(modifying: program, call: call) { input, token, report in
+      HedgedRun(plan, input: input, token: token, report: report).start()
     }
   }
 }
 
-/// The attempts of one `hedged` run: each on a child token of the run's, so that the winner
-/// can cancel the others; the wait for the next hedge on a child token too, so that an early
-/// hedge (after a failure) or the end of the run takes the timer back.
+/// What every run of one `hedged` function shares: one reference per run, not five.
+private final class HedgePlan: Sendable {
+  let inner: Program
+  let call: String
+  let delay: Duration
+  let maxHedges: Int
+  let timers: TimerClock
+
+  init(_ inner: Program, call: String, delay: Duration, maxHedges: Int, timers: TimerClock) {
+    self.inner = inner
+    self.call = call
+    self.delay = delay
+    self.maxHedges = maxHedges
+    self.timers = timers
+  }
+}
+
+/// The attempts of one `hedged` run, each on a child token of the run's, so that the winner
+/// can cancel the others; and the wait for the next hedge.
+///
+/// The wait is a timer and a registration on the run's token that share one closure: the
+/// timer firing starts the next hedge, the run's cancellation takes the timer back, and
+/// whichever comes first takes the wait out of `state`, so only one of them acts. An early
+/// hedge (after a failure) or the end of the run takes it back too.
 private final class HedgedRun: StageSink {
   private struct State {
     /// Attempts started (or being started): the next one's number.
     var started = 0
     var decided = false
     var primaryError: (any Error)?
-    /// Each started attempt's token, by number; `nil` once it ended.
-    var attempts: [Child?] = []
+    /// The primary's token while it runs.
+    var primary: Child?
+    /// The hedges' tokens, by number from 1, each while it runs; empty until a hedge starts.
+    var hedges: [Child?] = []
     /// The pending wait for the next hedge.
-    var timer: Child?
+    var wait: Wait?
+
+    mutating func add(_ attempt: Child, number: Int) {
+      if number == 0 { primary = attempt } else { hedges.append(attempt) }
+    }
+
+    /// Takes attempt `number` out: it has ended.
+    mutating func end(_ number: Int) -> Child? {
+      if number == 0 { return primary.take() }
+      return hedges[number - 1].take()
+    }
+
+    var allEnded: Bool { primary == nil && hedges.allSatisfy { $0 == nil } }
   }
 
   /// A child of the run's token, and its link to it.
@@ -87,32 +119,41 @@ private final class HedgedRun: StageSink {
     }
   }
 
-  private let inner: Program
-  private let call: String
+  /// The wait before hedge `next`: its timer and its registration on the run's token, once
+  /// both are made. Plain values, cheap to move in and out of `state`.
+  private struct Wait {
+    let next: Int
+    var timer = ScheduledTimer.none
+    /// The registration's id on the run's token.
+    var registration: UInt64?
+
+    init(before next: Int) { self.next = next }
+
+    func takeBack(from token: CancellationToken) {
+      timer.cancel()
+      removeRegistration(from: token)
+    }
+
+    func removeRegistration(from token: CancellationToken) {
+      if let registration { CancellationToken.Registration(on: token, id: registration).remove() }
+    }
+  }
+
+  private let plan: HedgePlan
   private let input: AnyValue
   private let token: CancellationToken
-  private let delay: Duration
-  private let maxHedges: Int
-  private let timers: TimerClock
   private let report: StageReport
   private let state = Locked(State())
 
-  init(
-    _ inner: Program, call: String, input: AnyValue, token: CancellationToken,
-    delay: Duration, maxHedges: Int, timers: TimerClock, report: StageReport
-  ) {
-    self.inner = inner
-    self.call = call
+  init(_ plan: HedgePlan, input: AnyValue, token: CancellationToken, report: StageReport) {
+    self.plan = plan
     self.input = input
     self.token = token
-    self.delay = delay
-    self.maxHedges = maxHedges
-    self.timers = timers
     self.report = report
   }
 
   func start() {
-    if delay == .zero {
+    if plan.delay == .zero {
       while launch(ifNext: nil) {}
     } else {
       launch(ifNext: 0)
@@ -124,51 +165,80 @@ private final class HedgedRun: StageSink {
   @discardableResult
   private func launch(ifNext expected: Int?) -> Bool {
     let attempt = Child(of: token)
-    let timer = delay > .zero ? Child(of: token) : nil
+    let waits = plan.delay > .zero
     // The wait for the next hedge replaces any pending one (after a failure, this hedge came
     // early), unless this is the last attempt; claimed in the same step as the number, so
     // that the latest attempt's wait is the one kept.
-    let claimed = state.withLock { state -> (number: Int, next: Child?, superseded: Child?)? in
-      guard !state.decided, state.started <= maxHedges else { return nil }
+    let claimed = state.withLock { state -> (number: Int, superseded: Wait?)? in
+      guard !state.decided, state.started <= plan.maxHedges else { return nil }
       if let expected, expected != state.started { return nil }
       let number = state.started
       state.started += 1
-      state.attempts.append(attempt)
-      let next = number < maxHedges ? timer : nil
-      defer { state.timer = next }
-      return (number, next, state.timer)
+      state.add(attempt, number: number)
+      defer { state.wait = waits && number < plan.maxHedges ? Wait(before: number + 1) : nil }
+      return (number, state.wait)
     }
-    guard let (number, next, superseded) = claimed else {
+    guard let (number, superseded) = claimed else {
       attempt.link.remove()
-      timer?.link.remove()
       return false
     }
-    if next == nil { timer?.link.remove() }
-    // Its own fire, now or at its end, removes its link.
-    superseded?.token.cancel()
+    superseded?.takeBack(from: token)
     if number > 0, let observer = token.observer {
-      observer.hedgeStarted(Program.modified(inner, call), hedge: number)
+      observer.hedgeStarted(Program.modified(plan.inner, plan.call), hedge: number)
     }
-    if let next {
-      timers.after(delay, next.token) { expired in
-        next.link.remove()
-        if expired { self.launch(ifNext: number + 1) }
-      }
-    }
-    inner.start(input, token: attempt.token, sink: self, branch: number)
+    if waits && number < plan.maxHedges { wait(before: number + 1) }
+    plan.inner.start(input, token: attempt.token, sink: self, branch: number)
     return true
   }
 
+  /// Arms the wait before hedge `next`, which `launch` has just put in `state`.
+  private func wait(before next: Int) {
+    let deadline = plan.timers.deadline(after: plan.delay)
+    let end = ending(before: next)
+    // Runs `end` at once if the run is cancelled already.
+    let registration = token.onCancel(end)
+    let timer = deadline.schedule(end)
+    let kept = state.withLock { state -> Bool in
+      guard state.wait?.next == next else { return false }
+      state.wait!.timer = timer
+      state.wait!.registration = registration.idOnToken
+      return true
+    }
+    // It ended (or was superseded) while being armed: take back what is left of it.
+    if !kept {
+      timer.cancel()
+      registration.remove()
+    }
+  }
+
+  /// What the wait before hedge `next` calls when it ends, made once for both of its ends.
+  /// Not inlined, so that the optimizer cannot specialize `onCancel` for the closure's body
+  /// and make its context a second time there.
+  @inline(never)
+  private func ending(before next: Int) -> @Sendable () -> Void {
+    { self.waitEnded(before: next) }
+  }
+
+  /// The wait before hedge `next` ended: its timer fired, or the run was cancelled.
+  private func waitEnded(before next: Int) {
+    let wait = state.withLock { state -> Wait? in
+      guard state.wait?.next == next else { return nil }
+      return state.wait.take()
+    }
+    guard let wait else { return }
+    if token.isCancelled { return wait.takeBack(from: token) }
+    wait.removeRegistration(from: token)
+    launch(ifNext: next)
+  }
+
   func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    guard let losers = decide(ended: branch) else { return }
-    for loser in losers { loser.cancel() }
+    guard decide(ended: branch) else { return }
     report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch: Int) {
     if error is CancellationError || token.isCancelled {
-      guard let others = decide(ended: branch) else { return }
-      for other in others { other.cancel() }
+      guard decide(ended: branch) else { return }
       return report.fail(CancellationError())
     }
     enum Next {
@@ -178,13 +248,10 @@ private final class HedgedRun: StageSink {
     }
     let (ended, next) = state.withLock { state -> (Child?, Next) in
       if branch == 0 { state.primaryError = error }
-      let ended = state.attempts[branch]
-      state.attempts[branch] = nil
+      let ended = state.end(branch)
       guard !state.decided else { return (ended, .nothing) }
-      if state.started <= maxHedges { return (ended, .hedge) }
-      guard state.attempts.allSatisfy({ $0 == nil }), let primary = state.primaryError else {
-        return (ended, .nothing)
-      }
+      if state.started <= plan.maxHedges { return (ended, .hedge) }
+      guard state.allEnded, let primary = state.primaryError else { return (ended, .nothing) }
       state.decided = true
       return (ended, .fail(primary))
     }
@@ -196,20 +263,30 @@ private final class HedgedRun: StageSink {
     }
   }
 
-  /// Ends attempt `branch` and decides the run, unless it was decided already. Returns the
-  /// tokens to cancel: the other attempts' and the pending timer's; `nil` when already decided.
-  private func decide(ended branch: Int) -> [CancellationToken]? {
-    let (ended, others) = state.withLock { state -> (Child?, [CancellationToken]?) in
-      let ended = state.attempts[branch]
-      state.attempts[branch] = nil
+  /// Ends attempt `branch` and decides the run, unless it was decided already: cancels the
+  /// other attempts and takes the pending wait back. Returns whether it decided the run.
+  private func decide(ended branch: Int) -> Bool {
+    let (ended, decided) = state.withLock { state -> (Child?, Decided?) in
+      let ended = state.end(branch)
       guard !state.decided else { return (ended, nil) }
       state.decided = true
-      var others = state.attempts.compactMap { $0?.token }
-      if let timer = state.timer { others.append(timer.token) }
-      state.timer = nil
-      return (ended, others)
+      // The others stay in `state` until they end, as each still reports.
+      return (
+        ended, Decided(primary: state.primary?.token, hedges: state.hedges, wait: state.wait.take())
+      )
     }
     ended?.link.remove()
-    return others
+    guard let decided else { return false }
+    decided.primary?.cancel()
+    for hedge in decided.hedges { hedge?.token.cancel() }
+    decided.wait?.takeBack(from: token)
+    return true
+  }
+
+  /// What deciding the run leaves to do outside the lock.
+  private struct Decided {
+    let primary: CancellationToken?
+    let hedges: [Child?]
+    let wait: Wait?
   }
 }

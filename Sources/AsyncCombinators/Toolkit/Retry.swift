@@ -73,21 +73,21 @@ extension AsyncFunc {
     if jitter != .none { call += ", jitter: \(jitter)" }
     if let budget { call += ", budget: \(budget.call)" }
     call += ")"
-    let plan = RetryPlan(inner: program, call: call, policy: policy)
+    let plan = RetryPlan(program, call: call, policy: policy)
     return AsyncFunc(modifying: program, call: call) { input, token, report in
       RetryLoop(plan, input: input, token: token, report: report).start()
     }
   }
 }
 
-/// What every run of one `retry` shares: the function it retries, how it reads, and the
-/// policy. One object, so that a run holds one reference to it rather than a copy of each part.
+/// What every run of one `retry` function shares: one reference per run, where the policy's
+/// fields would be a reference each.
 final class RetryPlan: Sendable {
   let inner: Program
   let call: String
   let policy: RetryPolicy
 
-  init(inner: Program, call: String, policy: RetryPolicy) {
+  init(_ inner: Program, call: String, policy: RetryPolicy) {
     self.inner = inner
     self.call = call
     self.policy = policy
@@ -97,9 +97,9 @@ final class RetryPlan: Sendable {
 /// The attempts of one `retry` run.
 ///
 /// Attempts start from a loop, not from the previous attempt's completion: an attempt that
-/// fails synchronously sets `again` and returns, and the loop starts the next one, so a
-/// thousand synchronous failures use one stack frame. An attempt that fails later, after the
-/// loop has exited, re-enters the loop on its own thread (or the retry timer's).
+/// fails synchronously sets `loop` to `again` and returns, and the loop starts the next one,
+/// so a thousand synchronous failures use one stack frame. An attempt that fails later, after
+/// the loop has exited, re-enters the loop on its own thread (or the retry timer's).
 ///
 /// Each attempt starts the inner program directly and reports to the loop, as a modifier's
 /// inner function reports to its sink: no run of its own, no registration.
@@ -109,11 +109,17 @@ final class RetryPlan: Sendable {
 final class RetryLoop: StageSink {
   private struct State {
     var attempts = 0
-    /// Whether a thread is in `loop()` and will start the next attempt when asked.
-    var inLoop = false
-    var again = false
     /// What the waits of this run have been, for the next.
     var waits = RetryWaits()
+  }
+
+  /// Where the loop in `startAttempt` stands. Only the thread in the loop leaves `running`
+  /// for `idle` and `again` for `running`; any thread moves `idle` to `running` (and enters
+  /// the loop) or `running` to `again` (and leaves the next attempt to the loop).
+  private enum Loop {
+    static let idle: UInt8 = 0
+    static let running: UInt8 = 1
+    static let again: UInt8 = 2
   }
 
   private let plan: RetryPlan
@@ -121,6 +127,7 @@ final class RetryLoop: StageSink {
   private let token: CancellationToken
   private let report: StageReport
   private let state: Locked<State>
+  private let loop = Atomic<UInt8>(Loop.idle)
 
   init(_ plan: RetryPlan, input: AnyValue, token: CancellationToken, report: StageReport) {
     self.plan = plan
@@ -137,7 +144,7 @@ final class RetryLoop: StageSink {
     if wait > .zero {
       // A cancelled wait ends the run: nothing else would report it.
       plan.policy.clock.after(wait, token) { expired in
-        expired ? self.startAttempt() : self.finish(.failure(CancellationError()))
+        expired ? self.startAttempt() : self.report.fail(CancellationError())
       }
     } else {
       startAttempt()
@@ -145,29 +152,29 @@ final class RetryLoop: StageSink {
   }
 
   private func startAttempt() {
-    let enter = state.withLock { state in
-      if state.inLoop {
-        state.again = true
-        return false
+    var current = loop.load(ordering: .relaxed)
+    while true {
+      let next = current == Loop.idle ? Loop.running : Loop.again
+      let (exchanged, found) = loop.compareExchange(
+        expected: current, desired: next, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if next == Loop.again { return }  // The thread in the loop starts it.
+        break
       }
-      state.inLoop = true
-      return true
+      current = found
     }
-    guard enter else { return }
-    var again = true
-    while again {
+    while true {
       plan.inner.start(input, token: token, sink: self)
-      again = state.withLock { state in
-        defer { state.again = false }
-        if !state.again { state.inLoop = false }
-        return state.again
-      }
+      let (done, _) = loop.compareExchange(
+        expected: Loop.running, desired: Loop.idle, ordering: .acquiringAndReleasing)
+      if done { return }
+      loop.store(Loop.running, ordering: .relaxed)  // It was `again`: one more attempt.
     }
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     plan.policy.budget?.refund()
-    finish(.success(value))
+    report.succeed(value)
   }
 
   func stageFailed(_ error: any Error, branch _: Int) {
@@ -176,10 +183,11 @@ final class RetryLoop: StageSink {
       return state.attempts
     }
     let cancelled = token.isCancelled
-    guard plan.policy.retries(error, attempt: attempt, isCancelled: cancelled) else {
-      return finish(.failure(cancelled ? CancellationError() : error))
+    let policy = plan.policy
+    guard policy.retries(error, attempt: attempt, isCancelled: cancelled) else {
+      return report.fail(cancelled ? CancellationError() : error)
     }
-    let wait = state.withLock { plan.policy.wait(after: error, waits: &$0.waits) }
+    let wait = state.withLock { policy.wait(after: error, waits: &$0.waits) }
     if let observer = token.observer {
       observer.retryWillWait(
         Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error)
@@ -187,7 +195,6 @@ final class RetryLoop: StageSink {
     retry(after: wait)
   }
 
-  private func finish(_ result: AnyResult) { report.complete(result) }
 }
 
 /// When and how often `retry` tries again.

@@ -61,7 +61,7 @@ extension AsyncFunc {
 private final class TimeoutRace: StageSink, @unchecked Sendable {
   private enum State {
     /// Undecided; the timer and the handler on the run's token, once armed.
-    case racing(timer: (any Cancellable)?, registration: CancellationToken.Registration?)
+    case racing(timer: ScheduledTimer?, registration: CancellationToken.Registration?)
     case decided
   }
 

@@ -259,6 +259,35 @@ import Testing
     #expect(service.count == 2)
   }
 
+  @Test func an_outcome_of_a_run_admitted_before_the_breaker_last_closed_counts_as_nothing() {
+    let clock = TestClock()
+    let breaker = Self.breaker(clock, ratio: 0.5, throughput: 2)
+    let parked = ParkedCompletion<Int>()
+    AsyncFunc<Int, Int> { _, complete in parked.park(complete) }
+      .guarded(by: breaker).run(0) { _ in }  // admitted while closed, in the first window
+    let service = Service()
+    let guarded = service.function.guarded(by: breaker)
+    _ = Self.call(guarded)
+    _ = Self.call(guarded)
+    #expect(breaker.state == .open)
+    breaker.reset()  // closed again, with a fresh window
+    parked.complete(.failure(TestError(2)))  // late: it belongs to the first window
+    _ = Self.call(guarded)
+    #expect(breaker.state == .closed)  // one failure in the window, not two
+    _ = Self.call(guarded)
+    #expect(breaker.state == .open)
+  }
+
+  @Test func a_closed_breaker_reads_its_clock_once_per_run() throws {
+    let clock = CountingClock()
+    let breaker = CircuitBreaker(clock: clock)
+    let guarded = AsyncFunc<Int, Int>.sync { $0 }.guarded(by: breaker)
+    let before = clock.reads.count.load(ordering: .relaxed)
+    for _ in 0..<10 { #expect(try Self.call(guarded).get() == 0) }
+    // Admitting reads nothing; counting the outcome reads it once.
+    #expect(clock.reads.count.load(ordering: .relaxed) - before == 10)
+  }
+
   @Test func one_breaker_guards_many_functions() {
     let clock = TestClock()
     let breaker = Self.breaker(clock, throughput: 2)
@@ -356,5 +385,24 @@ import Testing
     #expect("\(fetch.guarded(by: breaker))" == "fetch.guarded(by: payments)")
     #expect("\(breaker)" == "CircuitBreaker(payments, closed)")
     #expect("\(CircuitBreaker())" == "CircuitBreaker(closed)")
+  }
+}
+
+/// The continuous clock, counting how often it is read.
+struct CountingClock: Clock {
+  final class Reads: Sendable {
+    let count = Atomic(0)
+  }
+
+  let reads = Reads()
+
+  var now: ContinuousClock.Instant {
+    reads.count.add(1, ordering: .relaxed)
+    return ContinuousClock.now
+  }
+  var minimumResolution: Duration { ContinuousClock().minimumResolution }
+
+  func sleep(until deadline: ContinuousClock.Instant, tolerance: Duration?) async throws {
+    try await ContinuousClock().sleep(until: deadline, tolerance: tolerance)
   }
 }

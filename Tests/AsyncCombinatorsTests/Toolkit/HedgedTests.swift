@@ -1,4 +1,5 @@
 import AsyncCombinatorsTesting
+import Dispatch
 import Synchronization
 import Testing
 
@@ -229,5 +230,56 @@ import Testing
       hedgeRow.hasPrefix("⑂ hedge 1 |") && hedgeRow.hasSuffix("| parked.hedged(after: 1.0 seconds)")
     )
     for parked in parking.takeAll() { parked.complete(.success(1)) }
+  }
+}
+
+/// The default clock's timers are shared by every test in the process, so these count only
+/// timers due between three and five hours from now, which no other test arms; serialized,
+/// so that each count is one test's own.
+@Suite(.serialized) struct HedgedDefaultClockTests {
+  static let delay = Duration.seconds(4 * 3600)
+  static func pendingWaits() -> Int {
+    SharedTimers.shared.pendingCount(
+      dueAfter: .now() + .seconds(3 * 3600), before: .now() + .seconds(5 * 3600))
+  }
+
+  @Test func a_primary_that_wins_takes_back_the_wait_and_its_registration() throws {
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let token = CancellationToken()
+    parking.function.hedged(after: Self.delay).run(1, token: token) { result in
+      outcome.withLock { $0 = result }
+    }
+    #expect(Self.pendingWaits() == 1)
+    #expect(token.registrationCount == 2)  // the run's own, and the wait's
+    parking.takeAll()[0].complete(.success(2))
+    #expect(try outcome.withLock { $0 }?.get() == 2)
+    #expect(Self.pendingWaits() == 0)
+    #expect(token.registrationCount == 0)
+  }
+
+  @Test func cancelling_the_run_takes_back_the_wait_at_once() {
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let token = parking.function.hedged(after: Self.delay).run(1) { result in
+      outcome.withLock { $0 = result }
+    }
+    #expect(Self.pendingWaits() == 1)
+    token.cancel()
+    #expect(Self.pendingWaits() == 0)  // before the primary has answered
+    #expect(outcome.withLock { $0?.failure } is CancellationError)
+    #expect(parking.takeAll()[0].token.isCancelled)
+  }
+
+  @Test func a_primary_that_fails_replaces_the_wait_with_the_hedges_own() {
+    let parking = Parking<Int, Int>()
+    let token = CancellationToken()
+    parking.function.hedged(after: Self.delay, maxHedges: 2).run(1, token: token) { _ in }
+    parking.takeAll()[0].complete(.failure(TestError(1)))
+    #expect(parking.started == 2)
+    #expect(Self.pendingWaits() == 1)  // the wait before the second hedge, not the first's
+    #expect(token.registrationCount == 2)
+    token.cancel()
+    #expect(Self.pendingWaits() == 0)
   }
 }

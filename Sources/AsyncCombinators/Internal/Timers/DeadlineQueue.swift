@@ -90,9 +90,11 @@ package struct DeadlineQueue<Instant: Comparable, Item> {
     return nil
   }
 
-  /// How many pending items are due after `instant`; for tests.
-  func countDue(after instant: Instant) -> Int {
-    heap.lazy.filter { self.isLive($0) && $0.deadline > instant }.count
+  /// How many pending items are due after `instant` (and before `end`, when given); for tests.
+  func countDue(after instant: Instant, before end: Instant? = nil) -> Int {
+    heap.lazy.filter { key in
+      self.isLive(key) && key.deadline > instant && (end.map { key.deadline < $0 } ?? true)
+    }.count
   }
 
   // MARK: The slab

@@ -80,9 +80,12 @@ final class SharedTimers: Sendable {
   /// Timers neither fired nor cancelled; for tests.
   var pendingCount: Int { state.withLock { $0.timers.count } }
 
-  /// Timers neither fired nor cancelled and due after `deadline`; for tests, which pick a
-  /// deadline no other test's timers reach, since every test shares these timers.
-  func pendingCount(dueAfter deadline: DispatchTime) -> Int {
-    state.withLock { $0.timers.countDue(after: deadline.uptimeNanoseconds) }
+  /// Timers neither fired nor cancelled and due after `deadline` (and before `end`, when
+  /// given); for tests, which pick a span no other test's timers fall in, since every test
+  /// shares these timers.
+  func pendingCount(dueAfter deadline: DispatchTime, before end: DispatchTime? = nil) -> Int {
+    state.withLock {
+      $0.timers.countDue(after: deadline.uptimeNanoseconds, before: end?.uptimeNanoseconds)
+    }
   }
 }

@@ -69,26 +69,12 @@ struct TimerDeadline: Sendable {
     let deadline = clock.now.advanced(by: duration)
     kind = .custom { fire in
       if let scheduling = clock as? any TimerSchedulingClock {
-        return scheduleTimer(on: scheduling, at: deadline, fire)
+        return scheduleOpened(on: scheduling, at: deadline, fire)
       }
       return Task {
         do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
         fire()
       }
-    }
-  }
-
-  /// Calls `fire` on a global queue once the deadline has passed, unless the returned timer
-  /// is cancelled first. A deadline that never comes schedules nothing.
-  ///
-  /// For a caller that decides for itself when the timer is no longer wanted, as `timeout`'s
-  /// race does; ``arm(on:_:)`` ties a timer to a token instead.
-  func schedule(_ fire: @escaping @Sendable () -> Void) -> any Cancellable {
-    switch kind {
-    case .never: SharedTimers.Timer.none
-    case .uptime(let due):
-      SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due), fire)
-    case .custom(let schedule): schedule(fire)
     }
   }
 
@@ -100,6 +86,42 @@ struct TimerDeadline: Sendable {
     let registration = token.onCancel { pending.end(expired: false) }
     pending.attach(schedule { pending.end(expired: true) }, registration)
   }
+
+  /// Calls `fire` at the deadline, on a thread of the clock's choosing (possibly the caller's,
+  /// for a clock whose time has already passed it), unless the timer is cancelled first. It
+  /// watches no token: an owner that must hear of a cancellation registers for it itself.
+  func schedule(_ fire: @escaping @Sendable () -> Void) -> ScheduledTimer {
+    switch kind {
+    case .never: .none
+    case .uptime(let due):
+      .shared(SharedTimers.shared.schedule(at: DispatchTime(uptimeNanoseconds: due), fire))
+    case .custom(let schedule): .custom(ScheduledTimer.CustomTimer(schedule(fire)))
+    }
+  }
+}
+
+/// A timer ``TimerDeadline/schedule(_:)`` made, to take it back with. The default clock's
+/// timer is an id, so that copying one is copying a word.
+enum ScheduledTimer: Cancellable {
+  /// A deadline that never comes: nothing was scheduled.
+  case none
+  case shared(SharedTimers.Timer)
+  /// Another clock's timer, boxed: a reference is cheaper to copy than an existential.
+  case custom(CustomTimer)
+
+  final class CustomTimer: Sendable {
+    let timer: any Cancellable
+    init(_ timer: any Cancellable) { self.timer = timer }
+  }
+
+  /// Takes the timer back, if it has not fired: its closure is let go.
+  func cancel() {
+    switch self {
+    case .none: break
+    case .shared(let timer): timer.cancel()
+    case .custom(let custom): custom.timer.cancel()
+    }
+  }
 }
 
 /// One armed timer racing its token's cancellation: the first to end it fires, and takes the
@@ -107,18 +129,18 @@ struct TimerDeadline: Sendable {
 private final class PendingTimer: Sendable {
   private enum State {
     /// Armed; what to take back once it ends, when known yet.
-    case waiting(timer: (any Cancellable)?, registration: CancellationToken.Registration?)
+    case waiting(timer: ScheduledTimer, registration: CancellationToken.Registration?)
     case ended
   }
 
-  private let state = Locked(State.waiting(timer: nil, registration: nil))
+  private let state = Locked(State.waiting(timer: .none, registration: nil))
   private let fire: @Sendable (Bool) -> Void
 
   init(_ fire: @escaping @Sendable (Bool) -> Void) { self.fire = fire }
 
   /// Keeps what to take back, unless the timer ended while they were made: then takes them
   /// back now.
-  func attach(_ timer: any Cancellable, _ registration: CancellationToken.Registration) {
+  func attach(_ timer: ScheduledTimer, _ registration: CancellationToken.Registration) {
     let ended = state.withLock { state in
       guard case .waiting = state else { return true }
       state = .waiting(timer: timer, registration: registration)
@@ -136,13 +158,13 @@ private final class PendingTimer: Sendable {
       return state
     }
     guard case .waiting(let timer, let registration)? = taken else { return }
-    if expired { registration?.remove() } else { timer?.cancel() }
+    if expired { registration?.remove() } else { timer.cancel() }
     fire(expired)
   }
 }
 
 /// Opens a scheduling clock, so that a deadline fixed on it can be handed over.
-private func scheduleTimer<S: TimerSchedulingClock, Instant>(
+private func scheduleOpened<S: TimerSchedulingClock, Instant>(
   on clock: S, at deadline: Instant, _ fire: @escaping @Sendable () -> Void
 ) -> any Cancellable {
   // `clock` is the operator's clock cast to the protocol, and `deadline` an instant of that
