@@ -119,7 +119,7 @@ import Testing
 
   @Test func runs_waiting_for_a_cancelled_call_that_all_leave_make_no_call() async {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
     shared.run("ada") { _ in }.cancel()
     await parking.waitForStarts(1)
@@ -134,7 +134,7 @@ import Testing
 
   @Test func after_the_call_ends_the_table_holds_nothing_for_its_key() async {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
     let done = Gate()
     shared.run("ada") { _ in done.open() }
@@ -156,24 +156,24 @@ import Testing
 
   @Test func a_run_whose_token_is_cancelled_as_it_joins_makes_no_call() {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let token = CancellationToken()
     token.cancel()
-    let results = Recorder<Result<String, any Error>>()
+    let stage = ReportedStage()
     // The table itself, as a run would reach it just after its token was cancelled: the
     // handler runs at once and the run leaves before its flight could launch.
     table.run(
-      "ada", key: "ada", token: token, complete: { results.record($0) },
-      call: table.flightCall(parking.function))
-    #expect(results.all.count == 1)
-    #expect(results.all.first.map(isCancellation) == true)
+      "ada", key: FlightKey("ada"), token: token,
+      report: StageReport(sink: stage, branch: 0, counted: nil), inner: parking.function.program)
+    #expect(stage.outcomes.all.count == 1)
+    #expect(stage.outcomes.all.first.map(isCancellation) == true)
     #expect(parking.started == 0)
     #expect(table.flightCount == 0)
   }
 
   @Test func a_cancelled_call_leaves_the_table_when_it_calls_back() async {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
     shared.run("ada") { _ in }.cancel()
     await parking.waitForStarts(1)
@@ -247,6 +247,15 @@ import Testing
     #expect("\(avatar.shared())" == "avatar.shared()")
     #expect("\(avatar.shared(by: \.count))" == "avatar.shared(by: { … })")
   }
+}
+
+/// Where a stage started by hand reports: it records each outcome.
+private final class ReportedStage: StageSink {
+  let outcomes = Recorder<Result<any Sendable, any Error>>()
+  func stageSucceeded(_ value: consuming any Sendable, branch _: Int) {
+    outcomes.record(.success(value))
+  }
+  func stageFailed(_ error: any Error, branch _: Int) { outcomes.record(.failure(error)) }
 }
 
 @Suite struct SharedStressTests {
