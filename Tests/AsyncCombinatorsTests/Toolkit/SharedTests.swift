@@ -219,6 +219,24 @@ import Testing
     #expect(parking.started == 1)
   }
 
+  @Test func keys_of_a_class_and_its_subclass_compare_as_the_class_does() async {
+    let parking = Parking<Account, String>()
+    let shared = parking.function.shared()
+    let finished = Countdown(2)
+    let results = Recorder<Result<String, any Error>>()
+    for account in [Account(id: 1), Business(id: 1)] {
+      shared.run(account) {
+        results.record($0)
+        finished.tick()
+      }
+    }
+    await parking.waitForStarts(1)
+    parking.takeAll()[0].complete(.success("one"))
+    await finished.wait()
+    #expect(results.all.map { try? $0.get() } == ["one", "one"])
+    #expect(parking.started == 1)
+  }
+
   @Test func a_delivered_run_leaves_no_registration_on_its_token() async {
     let parking = Parking<String, String>()
     let shared = parking.function.shared()
@@ -248,6 +266,17 @@ import Testing
     #expect("\(avatar.shared(by: \.count))" == "avatar.shared(by: { … })")
   }
 }
+
+/// A class key: accounts are equal by id, whatever their subclass.
+private class Account: Hashable, @unchecked Sendable {
+  let id: Int
+  init(id: Int) { self.id = id }
+  static func == (lhs: Account, rhs: Account) -> Bool { lhs.id == rhs.id }
+  func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// `@unchecked Sendable`: immutable, as its superclass.
+private final class Business: Account, @unchecked Sendable {}
 
 /// Where a stage started by hand reports: it records each outcome.
 private final class ReportedStage: StageSink {
