@@ -180,9 +180,10 @@ final class FlightTable: Sendable {
       let kept = stripe.state.withLock { _ in flight.seats.keep(registration, for: seat) }
       if !kept { registration.remove() }
     case .launch(let flight):
-      // The founder's seat is the first: the handler then holds the flight alone.
-      let registration = token.onCancel { flight.leave(Seats.first) }
-      flight.launch(keeping: registration)
+      // The founder's seat is the first: the handler then holds the flight alone. A token
+      // cancelled already runs it at once, and the call then starts cancelled: it never runs.
+      flight.founderRegistration = token.onCancel { flight.leave(Seats.first) }
+      flight.start()
     }
   }
 
@@ -203,6 +204,7 @@ final class FlightTable: Sendable {
       else { return (seats, nil) }
       return (seats, Self.promote(flight.successor, at: index, in: &state))
     }
+    flight.founderRegistration?.remove()
     // Runs are left only in a call that reported nothing, which was cancelled.
     seats.deliver(result ?? .failure(CancellationError()))
     next?.launch()
@@ -268,8 +270,8 @@ final class FlightTable: Sendable {
 /// One call in the air for one key, and the runs that joined it; it is where the call
 /// reports.
 ///
-/// `@unchecked Sendable`: every `var` is read and written only under `stripe`'s lock, and the
-/// rest are `let`s.
+/// `@unchecked Sendable`: every `var` but `founderRegistration` is read and written only under
+/// `stripe`'s lock, and the rest are `let`s.
 final class Flight: StageSink, @unchecked Sendable {
   enum Phase {
     /// A successor: runs wait in it for the cancelled flight before it to land.
@@ -291,8 +293,10 @@ final class Flight: StageSink, @unchecked Sendable {
   // Unchecked: the lock, not Swift's exclusivity checks, keeps their accesses apart.
   @exclusivity(unchecked) var phase: Phase
   @exclusivity(unchecked) var seats = Seats()
-  /// Whether `launch` started (or is starting) the call.
-  @exclusivity(unchecked) var launched = false
+  /// The cancellation registration of the run that made the flight, written by that run's
+  /// thread before the call starts and read once the call has reported: the call's own
+  /// hand-off of its outcome orders the two, so it needs no lock.
+  @exclusivity(unchecked) var founderRegistration: CancellationToken.Registration?
   /// `false` once forgotten: its result is not kept.
   @exclusivity(unchecked) var keepsResult = true
   @exclusivity(unchecked) var successor: Flight?
@@ -309,30 +313,23 @@ final class Flight: StageSink, @unchecked Sendable {
     self.stripe = stripe
   }
 
-  /// Starts the call, unless every run that joined has left before it could start.
-  ///
-  /// - Parameter founder: The registration of the run that made the flight, kept under the
-  ///   same lock as the launch.
-  func launch(keeping founder: CancellationToken.Registration? = nil) {
-    let (go, kept) = stripe.state.withLock { _ in
-      let kept = founder.map { seats.keep($0, for: Seats.first) } ?? true
-      guard !seats.isEmpty else { return (false, kept) }
-      launched = true
-      return (true, kept)
-    }
-    if !kept { founder?.remove() }
+  /// Starts the call on the flight's token: it reports here exactly once, even when the token
+  /// was cancelled before it began.
+  func start() { inner.start(input, token: token, sink: self) }
+
+  /// Starts a successor's call, unless every run that waited in it has left.
+  func launch() {
+    let go = stripe.state.withLock { _ in !seats.isEmpty }
     guard go else { return table.landed(self, nil) }
-    // One nested start: the call reports here exactly once, even when cancelled before it
-    // began.
-    inner.start(input, token: token, sink: self)
+    start()
   }
 
-  /// A joined run was cancelled: it leaves, and the last to leave a launched flight cancels
-  /// the call.
+  /// A joined run was cancelled: it leaves, and the last to leave a flying flight cancels
+  /// the call (which, not started yet, never runs).
   func leave(_ seat: Int) {
     let (left, cancel) = stripe.state.withLock { _ -> (Seats.Seat?, Bool) in
       guard let left = seats.remove(seat) else { return (nil, false) }
-      guard seats.isEmpty, phase == .flying, launched else { return (left, false) }
+      guard seats.isEmpty, phase == .flying else { return (left, false) }
       phase = .cancelled
       return (left, true)
     }
