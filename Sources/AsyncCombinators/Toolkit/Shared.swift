@@ -116,7 +116,7 @@ extension Hashable {
 /// when its call is over: the function it runs has reported to it, or it never started.
 final class FlightTable: Sendable {
   struct State {
-    var flights: [FlightKey: Flight] = [:]
+    var flights = Flights()
     /// The kept results, for a ``ResultCache``; `nil` for ``AsyncFunc/shared()``.
     var entries: CacheEntries?
   }
@@ -151,25 +151,22 @@ final class FlightTable: Sendable {
   ) {
     let now = policy?.now() ?? .zero
     let stripe = stripe(for: key)
-    /// Seats the run in the key's head flight, or a successor of it, or a flight it makes.
-    func seat(in head: inout Flight?) -> Step {
-      guard let flight = head else {
-        let flight = Flight(key, .flying, input, inner, self, stripe)
-        head = flight
-        _ = flight.seats.add(report)
-        return .launch(flight)
-      }
-      if flight.phase == .flying { return .joined(flight, flight.seats.add(report)) }
-      // Cancelled, but not landed: wait for it, never overlap it.
-      let next = flight.successor ?? Flight(key, .waiting, input, inner, self, stripe)
-      flight.successor = next
-      return .joined(next, next.seats.add(report))
-    }
     let step = stripe.state.withLock { state -> Step in
       if let kept = state.entries?.lookup(key, now: now, lifetime: policy?.lifetime) {
         return .kept(kept)
       }
-      return seat(in: &state.flights[key])
+      let (head, made) = state.flights.head(of: key) {
+        Flight(key, .flying, input, inner, self, stripe)
+      }
+      if made {
+        _ = head.seats.add(report)
+        return .launch(head)
+      }
+      if head.phase == .flying { return .joined(head, head.seats.add(report)) }
+      // Cancelled, but not landed: wait for it, never overlap it.
+      let next = head.successor ?? Flight(key, .waiting, input, inner, self, stripe)
+      head.successor = next
+      return .joined(next, next.seats.add(report))
     }
     switch consume step {
     case .kept(let result):
@@ -199,10 +196,7 @@ final class FlightTable: Sendable {
         state.entries?.store(result, for: flight.key, now: now, capacity: policy.capacity)
       }
       let seats = flight.seats.takeAll()
-      guard let index = state.flights.index(forKey: flight.key),
-        state.flights.values[index] === flight
-      else { return (seats, nil) }
-      return (seats, Self.promote(flight.successor, at: index, in: &state))
+      return (seats, Self.promote(flight.successor, replacing: flight, in: &state))
     }
     flight.founderRegistration?.remove()
     // Runs are left only in a call that reported nothing, which was cancelled.
@@ -210,18 +204,16 @@ final class FlightTable: Sendable {
     next?.launch()
   }
 
-  /// Makes `successor` the head of the key at `index` if any run waits in it, else empties
-  /// the entry.
+  /// Makes `successor` the head of its key in place of `flight` if any run waits in it, else
+  /// empties the key; returns the new head. Nothing changes when `flight` is not its key's
+  /// head any more (it was forgotten).
   private static func promote(
-    _ successor: Flight?, at index: [FlightKey: Flight].Index, in state: inout State
+    _ successor: Flight?, replacing flight: Flight, in state: inout State
   ) -> Flight? {
-    guard let successor, !successor.seats.isEmpty else {
-      state.flights.remove(at: index)
-      return nil
-    }
-    successor.phase = .flying
-    state.flights.values[index] = successor
-    return successor
+    let next = successor.flatMap { $0.seats.isEmpty ? nil : $0 }
+    guard state.flights.replace(flight, with: next) else { return nil }
+    next?.phase = .flying
+    return next
   }
 
   /// Drops `key`'s kept result, and detaches its flight: that flight's result is not kept, and
@@ -239,19 +231,18 @@ final class FlightTable: Sendable {
     let launches = stripes.flatMap { stripe in
       stripe.state.withLock { state -> [Flight] in
         state.entries?.removeAll()
-        return Array(state.flights.keys).compactMap { Self.detach($0, in: &state) }
+        return state.flights.heads.compactMap { Self.detach($0.key, in: &state) }
       }
     }
     for flight in launches { flight.launch() }
   }
 
   private static func detach(_ key: FlightKey, in state: inout State) -> Flight? {
-    guard let index = state.flights.index(forKey: key) else { return nil }
-    let head = state.flights.values[index]
+    guard let head = state.flights.head(of: key) else { return nil }
     head.keepsResult = false
     let successor = head.successor
     head.successor = nil
-    return promote(successor, at: index, in: &state)
+    return promote(successor, replacing: head, in: &state)
   }
 
   /// What a run found in the table.
@@ -265,6 +256,94 @@ final class FlightTable: Sendable {
 
   /// How many flights are in the table: for tests.
   var flightCount: Int { stripes.reduce(0) { $0 + $1.state.withLock { $0.flights.count } } }
+}
+
+/// A stripe's flights, by key: each key's head flight.
+///
+/// The dictionary is keyed by the key's hash alone, so an entry is two words rather than a
+/// whole erased key; the flight holds its key, which a lookup compares. Flights of distinct
+/// keys with one hash, which are rare, share an entry.
+struct Flights {
+  private enum Entry {
+    case one(Flight)
+    /// The heads of distinct keys with one hash.
+    case several([Flight])
+
+    var flights: [Flight] {
+      switch self {
+      case .one(let flight): [flight]
+      case .several(let flights): flights
+      }
+    }
+
+    func head(of key: FlightKey) -> Flight? {
+      switch self {
+      case .one(let flight): flight.key == key ? flight : nil
+      case .several(let flights): flights.first { $0.key == key }
+      }
+    }
+  }
+
+  private var byHash: [Int: Entry] = [:]
+  private(set) var count = 0
+
+  /// Every head flight.
+  var heads: [Flight] { byHash.values.flatMap(\.flights) }
+
+  /// The head flight of `key`, if any.
+  func head(of key: FlightKey) -> Flight? {
+    byHash[key.hash]?.head(of: key)
+  }
+
+  /// The head flight of `key`, made by `make` and added if there is none, and whether it was
+  /// made: one lookup of the dictionary.
+  mutating func head(
+    of key: FlightKey, orAdding make: () -> Flight
+  ) -> (flight: Flight, made: Bool) {
+    let found = Self.head(of: key, in: &byHash[key.hash], orAdding: make)
+    if found.made { count += 1 }
+    return found
+  }
+
+  private static func head(
+    of key: FlightKey, in entry: inout Entry?, orAdding make: () -> Flight
+  ) -> (flight: Flight, made: Bool) {
+    if let head = entry?.head(of: key) { return (head, false) }
+    let made = make()
+    switch entry {
+    case nil: entry = .one(made)
+    case .one(let other): entry = .several([other, made])
+    case .several(let flights): entry = .several(flights + [made])
+    }
+    return (made, true)
+  }
+
+  /// Puts `successor` in place of `flight` as its key's head, or removes the key when it is
+  /// `nil`; `false`, changing nothing, when `flight` is not its key's head.
+  mutating func replace(_ flight: Flight, with successor: Flight?) -> Bool {
+    guard Self.replace(flight, with: successor, in: &byHash[flight.key.hash]) else {
+      return false
+    }
+    if successor == nil { count -= 1 }
+    return true
+  }
+
+  private static func replace(
+    _ flight: Flight, with successor: Flight?, in entry: inout Entry?
+  ) -> Bool {
+    switch entry {
+    case nil:
+      return false
+    case .one(let head):
+      guard head === flight else { return false }
+      entry = successor.map(Entry.one)
+    case .several(var flights):
+      guard let index = flights.firstIndex(where: { $0 === flight }) else { return false }
+      if let successor { flights[index] = successor } else { flights.remove(at: index) }
+      entry = flights.count == 1 ? .one(flights[0]) : .several(flights)
+    }
+    return true
+  }
 }
 
 /// One call in the air for one key, and the runs that joined it; it is where the call

@@ -237,6 +237,35 @@ import Testing
     #expect(parking.started == 1)
   }
 
+  @Test(.timeLimit(.minutes(1)))
+  func keys_of_one_hash_have_flights_of_their_own() async {
+    let parking = Parking<Colliding, String>()
+    let table = FlightTable(policy: nil)
+    let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
+    let results = Recorder<String>()
+    let finished = Countdown(4)
+    for name in ["ada", "bob", "ada", "bob"] {
+      shared.run(Colliding(name: name)) {
+        results.record("\(name): \((try? $0.get()) ?? "failed")")
+        finished.tick()
+      }
+    }
+    await parking.waitForStarts(2)
+    let calls = parking.takeAll()
+    #expect(calls.map(\.input.name) == ["ada", "bob"])
+    #expect(table.flightCount == 2)
+    calls[1].complete(.success("bob.png"))
+    #expect(table.flightCount == 1)
+    // Ada's flight is still the head of its key: a run of it joins.
+    shared.run(Colliding(name: "ada")) { _ in finished.tick() }
+    #expect(parking.started == 2)
+    calls[0].complete(.success("ada.png"))
+    await finished.wait()
+    #expect(table.flightCount == 0)
+    #expect(
+      results.all.sorted() == ["ada: ada.png", "ada: ada.png", "bob: bob.png", "bob: bob.png"])
+  }
+
   @Test func a_delivered_run_leaves_no_registration_on_its_token() async {
     let parking = Parking<String, String>()
     let shared = parking.function.shared()
@@ -265,6 +294,12 @@ import Testing
     #expect("\(avatar.shared())" == "avatar.shared()")
     #expect("\(avatar.shared(by: \.count))" == "avatar.shared(by: { … })")
   }
+}
+
+/// A key whose values all have one hash.
+private struct Colliding: Hashable, Sendable {
+  let name: String
+  func hash(into hasher: inout Hasher) { hasher.combine(0) }
 }
 
 /// A class key: accounts are equal by id, whatever their subclass.
