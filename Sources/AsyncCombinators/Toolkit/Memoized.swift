@@ -26,8 +26,8 @@ extension AsyncFunc where Input: Hashable {
   ///
   /// - Parameter cache: Where results are kept, and calls in flight shared.
   /// - Returns: A function with the same input and output.
-  /// - Complexity: O(1) on average per run; a run that calls also makes one cancellation
-  ///   registration on its token.
+  /// - Complexity: O(1) on average per run; a run that calls, or joins a call, also makes one
+  ///   cancellation registration on its token.
   public func memoized(in cache: ResultCache<Input, Output>) -> AsyncFunc {
     sharing(by: { $0 }, in: cache.table, call: "memoized(in: \(cache.callName))")
   }

@@ -24,7 +24,7 @@
 public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
   /// What descriptions call the cache, such as `user.memoized(in: users)`.
   public let name: String?
-  let table: FlightTable<Key, Value>
+  let table: FlightTable
 
   /// Creates an empty cache.
   ///
@@ -69,10 +69,11 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   /// - Complexity: O(1) on average.
   public func value(for key: Key) -> Value? {
     let now = table.policy!.now()
+    let key = FlightKey(key)
     let kept = table.stripes[0].state.withLock {
       $0.entries!.lookup(key, now: now, lifetime: table.policy!.lifetime)
     }
-    return try? kept?.get()
+    return (try? kept?.get()).map { unbox($0, as: Value.self) }
   }
 
   /// Keeps `value` for `key` without a call, as if a call had just returned it.
@@ -87,6 +88,7 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   public func prime(_ key: Key, with value: Value) {
     let policy = table.policy!
     let now = policy.now()
+    let key = FlightKey(key)
     table.stripes[0].state.withLock {
       $0.entries!.store(.success(value), for: key, now: now, capacity: policy.capacity)
     }
@@ -96,7 +98,7 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   /// the next run of `key` makes a new call rather than joining it.
   ///
   /// - Parameter key: The key.
-  public func forget(_ key: Key) { table.forget(key) }
+  public func forget(_ key: Key) { table.forget(FlightKey(key)) }
 
   /// Drops every entry, and detaches every call in flight as ``forget(_:)`` does.
   public func forgetAll() { table.forgetAll() }
@@ -145,7 +147,7 @@ struct CachePolicy: Sendable {
   func now() -> Duration { lifetime == nil ? .zero : elapsed() }
 
   /// Whether `result` may be kept: never a cancellation, failures only when asked.
-  func keeps<Value>(_ result: Result<Value, any Error>) -> Bool {
+  func keeps(_ result: AnyResult) -> Bool {
     guard capacity > 0 else { return false }
     guard case .failure(let error) = result else { return true }
     return cachingFailures && !(error is CancellationError)
@@ -156,16 +158,16 @@ struct CachePolicy: Sendable {
 /// recently used (`newest`) to the least (`oldest`), freed slots reused.
 ///
 /// A slot's parts are in arrays of their own: the links, which every hit rewrites, are plain
-/// integers, never copied along with a generic key and result.
-struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
-  private var keys: [Key?] = []
-  private var results: [Result<Value, any Error>?] = []
+/// integers, never copied along with a key and result.
+struct CacheEntries {
+  private var keys: [FlightKey?] = []
+  private var results: [AnyResult?] = []
   /// When each was stored, as the time since the cache was made.
   private var stored: [Duration] = []
   /// Toward `newest`, and toward `oldest`; -1 at either end.
   private var newer: [Int] = []
   private var older: [Int] = []
-  private var slots: [Key: Int] = [:]
+  private var slots: [FlightKey: Int] = [:]
   private var free: [Int] = []
   private var newest = -1
   private var oldest = -1
@@ -173,9 +175,7 @@ struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
   var count: Int { slots.count }
 
   /// The result kept for `key`, moved to the newest; an expired one is dropped instead.
-  mutating func lookup(_ key: Key, now: Duration, lifetime: Duration?)
-    -> Result<Value, any Error>?
-  {
+  mutating func lookup(_ key: FlightKey, now: Duration, lifetime: Duration?) -> AnyResult? {
     guard let slot = slots[key] else { return nil }
     if let lifetime, now - stored[slot] >= lifetime {
       remove(key)
@@ -189,9 +189,7 @@ struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
   }
 
   /// Keeps `result` for `key` as the newest entry, dropping the oldest beyond `capacity`.
-  mutating func store(
-    _ result: Result<Value, any Error>, for key: Key, now: Duration, capacity: Int
-  ) {
+  mutating func store(_ result: AnyResult, for key: FlightKey, now: Duration, capacity: Int) {
     guard capacity > 0 else { return }
     if let slot = slots[key] {
       results[slot] = result
@@ -219,7 +217,7 @@ struct CacheEntries<Key: Hashable & Sendable, Value: Sendable> {
     if slots.count > capacity, let evicted = keys[oldest] { remove(evicted) }
   }
 
-  mutating func remove(_ key: Key) {
+  mutating func remove(_ key: FlightKey) {
     guard let slot = slots.removeValue(forKey: key) else { return }
     unlink(slot)
     keys[slot] = nil

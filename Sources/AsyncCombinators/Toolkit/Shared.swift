@@ -1,5 +1,3 @@
-import Synchronization
-
 extension AsyncFunc where Input: Hashable {
   /// Runs with the same input as a run in flight join it instead of calling this function
   /// again: Go's `singleflight`.
@@ -58,21 +56,51 @@ extension AsyncFunc {
     sharing(by: key, in: FlightTable(policy: nil), call: "shared(by: { … })")
   }
 
-  /// This function with its runs sharing calls in flight, and results, through `table`.
+  /// This function with its runs sharing calls in flight, and results, through `table`: a
+  /// modifier stage that finds its run's key in the table and either completes, joins a
+  /// flight or starts one.
   func sharing<Key: Hashable & Sendable>(
-    by key: @escaping @Sendable (Input) -> Key, in table: FlightTable<Key, Output>, call: String
+    by key: @escaping @Sendable (Input) -> Key, in table: FlightTable, call: String
   ) -> AsyncFunc {
-    let flightCall = table.flightCall(self)
-    return AsyncFunc(wrapping: self, call: call) { input, token, complete in
-      table.run(input, key: key(input), token: token, complete: complete, call: flightCall)
+    let inner = program
+    return AsyncFunc(modifying: inner, call: call) { input, token, report in
+      let flightKey = FlightKey(key(unbox(input, as: Input.self)))
+      table.run(input, key: flightKey, token: token, report: report, inner: inner)
     }
   }
 }
 
-/// What the call of one flight is given: its input, and the flight it lands.
-struct FlightInput<Input: Sendable, Key: Hashable & Sendable, Value: Sendable>: Sendable {
-  let input: Input
-  let flight: Flight<Key, Value>
+/// A key of a ``FlightTable``, its type erased, so that the table and its flights are not
+/// generic: code that is not specialized would otherwise ask the runtime for their metadata
+/// at every run. `hash` is the key's own `hashValue`, computed once.
+struct FlightKey: Hashable, Sendable {
+  let value: any Hashable & Sendable
+  let hash: Int
+
+  init(_ value: some Hashable & Sendable) {
+    self.value = value
+    hash = value.hashValue
+  }
+
+  static func == (lhs: FlightKey, rhs: FlightKey) -> Bool {
+    lhs.hash == rhs.hash && lhs.value.isEqual(to: rhs.value)
+  }
+
+  func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+}
+
+extension Hashable {
+  /// Whether `other` equals this value, as the table's key type compares them.
+  ///
+  /// Keys of one table share a static type, so they differ in their dynamic types only as
+  /// subclasses of a class key: `AnyHashable` compares those as that class does.
+  fileprivate func isEqual(to other: any Hashable) -> Bool {
+    func open<Other: Hashable>(_ other: Other) -> Bool {
+      guard Other.self == Self.self else { return AnyHashable(self) == AnyHashable(other) }
+      return unsafeBitCast(other, to: Self.self) == self
+    }
+    return open(other)
+  }
 }
 
 /// The calls in flight, by key, and for a ``ResultCache`` the results kept: one lock for both,
@@ -83,18 +111,14 @@ struct FlightInput<Input: Sendable, Key: Hashable & Sendable, Value: Sendable>: 
 /// of distinct keys seldom wait for each other's lock; a cache has one stripe, since its
 /// recency order spans every key. A flight and its successors live in their key's stripe.
 ///
-/// A key's entry is its *head* flight: flying (runs join it), cancelled but still running, or
-/// delivered but not yet landed (runs wait for it in its `successor`, which it launches when
-/// it lands). A flight *lands* when its call is over: its body has called back, or it never
-/// started.
-final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-  typealias Completion = @Sendable (Result<Value, any Error>) -> Void
-  typealias Joiner = Flight<Key, Value>.Joiner
-
+/// A key's entry is its *head* flight: flying (runs join it), or cancelled but still running
+/// (runs wait for it in its `successor`, which it launches when it lands). A flight *lands*
+/// when its call is over: the function it runs has reported to it, or it never started.
+final class FlightTable: Sendable {
   struct State {
-    var flights: [Key: Flight<Key, Value>] = [:]
+    var flights = Flights()
     /// The kept results, for a ``ResultCache``; `nil` for ``AsyncFunc/shared()``.
-    var entries: CacheEntries<Key, Value>?
+    var entries: CacheEntries?
   }
 
   /// One lock's share of the keys.
@@ -112,34 +136,18 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     self.policy = policy
     stripes =
       policy == nil
-      ? (0..<16).map { _ in Stripe(State()) } : [Stripe(State(entries: CacheEntries()))]
+      ? (0..<64).map { _ in Stripe(State()) } : [Stripe(State(entries: CacheEntries()))]
   }
 
-  private func stripe(for key: Key) -> Stripe {
-    stripes.count == 1 ? stripes[0] : stripes[key.hashValue & (stripes.count - 1)]
+  func stripe(for key: FlightKey) -> Stripe {
+    stripes.count == 1 ? stripes[0] : stripes[key.hash & (stripes.count - 1)]
   }
 
-  /// The call a flight makes: `function` on the flight's input, with the flight told when it
-  /// started and when it landed.
-  ///
-  /// The marker stage is the first one inside the `tap`, so once it has run, the tap sees the
-  /// call's end; a call cancelled before it reached the marker never started at all.
-  func flightCall<Input: Sendable>(
-    _ function: AsyncFunc<Input, Value>
-  ) -> AsyncFunc<FlightInput<Input, Key, Value>, Value> {
-    let marker = AsyncFunc<FlightInput<Input, Key, Value>, Input>.sync(name: "flight") {
-      $0.flight.started.store(true, ordering: .releasing)
-      return $0.input
-    }
-    return (marker +> function).tap { flightInput, result in
-      self.landed(flightInput.flight, result)
-    }
-  }
-
-  /// One run: a kept result, a flight to join, or a new flight.
-  func run<Input: Sendable>(
-    _ input: Input, key: Key, token: CancellationToken, complete: @escaping Completion,
-    call: AsyncFunc<FlightInput<Input, Key, Value>, Value>
+  /// One run: a kept result, a flight to join, or a new flight, which runs `inner` with
+  /// `input`.
+  func run(
+    _ input: AnyValue, key: FlightKey, token: CancellationToken, report: StageReport,
+    inner: Program
   ) {
     let now = policy?.now() ?? .zero
     let stripe = stripe(for: key)
@@ -147,262 +155,349 @@ final class FlightTable<Key: Hashable & Sendable, Value: Sendable>: Sendable {
       if let kept = state.entries?.lookup(key, now: now, lifetime: policy?.lifetime) {
         return .kept(kept)
       }
-      guard let head = state.flights[key] else {
-        let flight = makeFlight(key, .flying, input, call, stripe)
-        state.flights[key] = flight
-        return .launch(flight, flight.add(complete))
+      let (head, made) = state.flights.head(of: key) {
+        Flight(key, .flying, input, inner, self, stripe)
       }
-      if head.phase == .flying { return .joined(head, head.add(complete)) }
-      // Cancelled or delivered, but not landed: wait for it, never overlap it.
-      let next = head.successor ?? makeFlight(key, .waiting, input, call, stripe)
+      if made {
+        _ = head.seats.add(report)
+        return .launch(head)
+      }
+      if head.phase == .flying { return .joined(head, head.seats.add(report)) }
+      // Cancelled, but not landed: wait for it, never overlap it.
+      let next = head.successor ?? Flight(key, .waiting, input, inner, self, stripe)
       head.successor = next
-      return .joined(next, next.add(complete))
+      return .joined(next, next.seats.add(report))
     }
-    switch step {
+    switch consume step {
     case .kept(let result):
-      complete(result)
-    case .joined(let flight, let id):
-      watch(token, flight, id)
-    case .launch(let flight, let id):
-      let registration = token.onCancel { self.leave(flight, id) }
-      launch(flight, keeping: (registration, id))
+      report.complete(result)
+    case .joined(let flight, let seat):
+      // Registered outside the lock: a token cancelled already runs the handler at once.
+      let registration = token.onCancel { flight.leave(seat) }
+      let kept = stripe.state.withLock { _ in flight.seats.keep(registration, for: seat) }
+      if !kept { registration.remove() }
+    case .launch(let flight):
+      // The founder's seat is the first: the handler then holds the flight alone. A token
+      // cancelled already runs it at once, and the call then starts cancelled: it never runs.
+      flight.founderRegistration = token.onCancel { flight.leave(Seats.first) }
+      flight.start()
     }
   }
 
-  /// A flight whose call, when launched, runs `call` with `input`.
-  private func makeFlight<Input: Sendable>(
-    _ key: Key, _ phase: Flight<Key, Value>.Phase, _ input: Input,
-    _ call: AsyncFunc<FlightInput<Input, Key, Value>, Value>, _ stripe: Stripe
-  ) -> Flight<Key, Value> {
-    Flight(key: key, phase: phase, stripe: stripe) { flight in
-      call.run(FlightInput(input: input, flight: flight), token: flight.token) { result in
-        self.delivered(flight, result)
-      }
-    }
-  }
-
-  /// Listens for the cancellation of a joined run, until its flight delivers.
-  private func watch(_ token: CancellationToken, _ flight: Flight<Key, Value>, _ id: Int) {
-    // Registered outside the lock: a token cancelled already runs the handler at once.
-    let registration = token.onCancel { self.leave(flight, id) }
-    let kept = flight.stripe.state.withLock { _ in flight.keep(registration, for: id) }
-    if !kept { registration.remove() }
-  }
-
-  /// Starts a flight's call, unless every run that joined it has left before it could start.
-  ///
-  /// - Parameter first: The registration of the run that made the flight, kept under the same
-  ///   lock as the launch.
-  private func launch(
-    _ flight: Flight<Key, Value>,
-    keeping first: (registration: CancellationToken.Registration, id: Int)? = nil
-  ) {
-    let (go, kept) = flight.stripe.state.withLock { _ in
-      let kept = first.map { flight.keep($0.registration, for: $0.id) } ?? true
-      guard !flight.joiners.isEmpty else { return (false, kept) }
-      flight.launched = true
-      return (true, kept)
-    }
-    if !kept { first?.registration.remove() }
-    guard go else { return landed(flight, nil) }
-    flight.start(flight)
-    // The call starts on this thread; if it did not reach its marker, it was cancelled first
-    // and is over, and its tap will never see it.
-    if !flight.started.load(ordering: .acquiring) { landed(flight, nil) }
-  }
-
-  /// A joined run was cancelled: it leaves its flight, and the last to leave a launched flight
-  /// cancels the call.
-  private func leave(_ flight: Flight<Key, Value>, _ id: Int) {
-    let (left, cancel) = flight.stripe.state.withLock { _ -> (Joiner?, Bool) in
-      guard let joiner = flight.remove(id) else { return (nil, false) }
-      guard flight.joiners.isEmpty, flight.phase == .flying, flight.launched else {
-        return (joiner, false)
-      }
-      flight.phase = .cancelled
-      return (joiner, true)
-    }
-    guard let left else { return }
-    // The run has delivered its cancellation already; this settles its stage's completion.
-    left.complete(.failure(CancellationError()))
-    if cancel { flight.token.cancel() }
-  }
-
-  /// The call's run delivered: its result goes to every run that joined the flight.
-  private func delivered(_ flight: Flight<Key, Value>, _ result: Result<Value, any Error>) {
-    // Landed first, as a call that ends on its own does: its runs have their result.
-    if flight.landed.load(ordering: .acquiring) { return }
-    let joiners = flight.stripe.state.withLock { _ in flight.takeJoiners() }
-    Self.deliver(result, to: joiners)
-  }
-
-  /// The call is over: the result is kept (if it may be), the flight leaves the table, and a
-  /// successor that runs wait in takes its place. `result` is `nil` for a call never started.
-  func landed(_ flight: Flight<Key, Value>, _ result: Result<Value, any Error>?) {
+  /// The flight's call is over: the result is kept (if it may be), the flight leaves the
+  /// table, and the runs that joined it get the result. A successor that runs wait in takes
+  /// its place and launches. `result` is `nil` for a call never started.
+  func landed(_ flight: Flight, _ result: AnyResult?) {
     let now = policy?.now() ?? .zero
-    let (joiners, next) = flight.stripe.state.withLock {
-      state -> ([Joiner], Flight<Key, Value>?) in
-      guard !flight.landed.load(ordering: .relaxed) else { return ([], nil) }
-      flight.landed.store(true, ordering: .releasing)
+    let (seats, next) = flight.stripe.state.withLock { state -> (Seats, Flight?) in
       if let result, let policy, flight.keepsResult, flight.phase != .cancelled,
         policy.keeps(result)
       {
         state.entries?.store(result, for: flight.key, now: now, capacity: policy.capacity)
       }
-      let joiners = flight.takeJoiners()
-      guard state.flights[flight.key] === flight else { return (joiners, nil) }
-      return (joiners, Self.promote(flight.successor, at: flight.key, in: &state))
+      let seats = flight.seats.takeAll()
+      return (seats, Self.promote(flight.successor, replacing: flight, in: &state))
     }
-    // Runs are left only in a call that delivered nothing, which was cancelled.
-    Self.deliver(result ?? .failure(CancellationError()), to: joiners)
-    if let next { launch(next) }
+    flight.founderRegistration?.remove()
+    // Runs are left only in a call that reported nothing, which was cancelled.
+    seats.deliver(result ?? .failure(CancellationError()))
+    next?.launch()
   }
 
-  /// Makes `successor` the head of `key` if any run waits in it, else empties the entry.
+  /// Makes `successor` the head of its key in place of `flight` if any run waits in it, else
+  /// empties the key; returns the new head. Nothing changes when `flight` is not its key's
+  /// head any more (it was forgotten).
   private static func promote(
-    _ successor: Flight<Key, Value>?, at key: Key, in state: inout State
-  ) -> Flight<Key, Value>? {
-    guard let successor, !successor.joiners.isEmpty else {
-      state.flights[key] = nil
-      return nil
-    }
-    successor.phase = .flying
-    state.flights[key] = successor
-    return successor
-  }
-
-  private static func deliver(_ result: Result<Value, any Error>, to joiners: [Joiner]) {
-    for joiner in joiners {
-      joiner.registration?.remove()
-      joiner.complete(result)
-    }
+    _ successor: Flight?, replacing flight: Flight, in state: inout State
+  ) -> Flight? {
+    let next = successor.flatMap { $0.seats.isEmpty ? nil : $0 }
+    guard state.flights.replace(flight, with: next) else { return nil }
+    next?.phase = .flying
+    return next
   }
 
   /// Drops `key`'s kept result, and detaches its flight: that flight's result is not kept, and
   /// the next run of the key makes a new call. Runs waiting for a cancelled flight start theirs.
-  func forget(_ key: Key) {
-    let next = stripe(for: key).state.withLock { state -> Flight<Key, Value>? in
+  func forget(_ key: FlightKey) {
+    let next = stripe(for: key).state.withLock { state -> Flight? in
       state.entries?.remove(key)
       return Self.detach(key, in: &state)
     }
-    if let next { launch(next) }
+    next?.launch()
   }
 
   /// ``forget(_:)`` for every key.
   func forgetAll() {
     let launches = stripes.flatMap { stripe in
-      stripe.state.withLock { state -> [Flight<Key, Value>] in
+      stripe.state.withLock { state -> [Flight] in
         state.entries?.removeAll()
-        return Array(state.flights.keys).compactMap { Self.detach($0, in: &state) }
+        return state.flights.heads.compactMap { Self.detach($0.key, in: &state) }
       }
     }
-    for flight in launches { launch(flight) }
+    for flight in launches { flight.launch() }
   }
 
-  private static func detach(_ key: Key, in state: inout State) -> Flight<Key, Value>? {
-    guard let head = state.flights[key] else { return nil }
+  private static func detach(_ key: FlightKey, in state: inout State) -> Flight? {
+    guard let head = state.flights.head(of: key) else { return nil }
     head.keepsResult = false
     let successor = head.successor
     head.successor = nil
-    return promote(successor, at: key, in: &state)
+    return promote(successor, replacing: head, in: &state)
   }
 
   /// What a run found in the table.
   private enum Step {
-    case kept(Result<Value, any Error>)
-    case joined(Flight<Key, Value>, Int)
-    case launch(Flight<Key, Value>, Int)
+    case kept(AnyResult)
+    /// Its flight and its seat in it.
+    case joined(Flight, Int)
+    /// A flight it made, with its seat the first.
+    case launch(Flight)
   }
 
   /// How many flights are in the table: for tests.
   var flightCount: Int { stripes.reduce(0) { $0 + $1.state.withLock { $0.flights.count } } }
 }
 
-/// One call in the air for one key, and the runs that joined it.
+/// A stripe's flights, by key: each key's head flight.
 ///
-/// `@unchecked Sendable`: every `var` is read and written only under `stripe`'s lock;
-/// `started` and `landed` are atomic (`landed` is written under the lock too), and the rest
-/// are `let`s.
-final class Flight<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
+/// The dictionary is keyed by the key's hash alone, so an entry is two words rather than a
+/// whole erased key; the flight holds its key, which a lookup compares. Flights of distinct
+/// keys with one hash, which are rare, share an entry.
+struct Flights {
+  private enum Entry {
+    case one(Flight)
+    /// The heads of distinct keys with one hash.
+    case several([Flight])
+
+    var flights: [Flight] {
+      switch self {
+      case .one(let flight): [flight]
+      case .several(let flights): flights
+      }
+    }
+
+    func head(of key: FlightKey) -> Flight? {
+      switch self {
+      case .one(let flight): flight.key == key ? flight : nil
+      case .several(let flights): flights.first { $0.key == key }
+      }
+    }
+  }
+
+  private var byHash: [Int: Entry] = [:]
+  private(set) var count = 0
+
+  /// Every head flight.
+  var heads: [Flight] { byHash.values.flatMap(\.flights) }
+
+  /// The head flight of `key`, if any.
+  func head(of key: FlightKey) -> Flight? {
+    byHash[key.hash]?.head(of: key)
+  }
+
+  /// The head flight of `key`, made by `make` and added if there is none, and whether it was
+  /// made: one lookup of the dictionary.
+  mutating func head(
+    of key: FlightKey, orAdding make: () -> Flight
+  ) -> (flight: Flight, made: Bool) {
+    let found = Self.head(of: key, in: &byHash[key.hash], orAdding: make)
+    if found.made { count += 1 }
+    return found
+  }
+
+  private static func head(
+    of key: FlightKey, in entry: inout Entry?, orAdding make: () -> Flight
+  ) -> (flight: Flight, made: Bool) {
+    if let head = entry?.head(of: key) { return (head, false) }
+    let made = make()
+    switch entry {
+    case nil: entry = .one(made)
+    case .one(let other): entry = .several([other, made])
+    case .several(let flights): entry = .several(flights + [made])
+    }
+    return (made, true)
+  }
+
+  /// Puts `successor` in place of `flight` as its key's head, or removes the key when it is
+  /// `nil`; `false`, changing nothing, when `flight` is not its key's head.
+  mutating func replace(_ flight: Flight, with successor: Flight?) -> Bool {
+    guard Self.replace(flight, with: successor, in: &byHash[flight.key.hash]) else {
+      return false
+    }
+    if successor == nil { count -= 1 }
+    return true
+  }
+
+  private static func replace(
+    _ flight: Flight, with successor: Flight?, in entry: inout Entry?
+  ) -> Bool {
+    switch entry {
+    case nil:
+      return false
+    case .one(let head):
+      guard head === flight else { return false }
+      entry = successor.map(Entry.one)
+    case .several(var flights):
+      guard let index = flights.firstIndex(where: { $0 === flight }) else { return false }
+      if let successor { flights[index] = successor } else { flights.remove(at: index) }
+      entry = flights.count == 1 ? .one(flights[0]) : .several(flights)
+    }
+    return true
+  }
+}
+
+/// One call in the air for one key, and the runs that joined it; it is where the call
+/// reports.
+///
+/// `@unchecked Sendable`: every `var` but `founderRegistration` is read and written only under
+/// `stripe`'s lock, and the rest are `let`s.
+final class Flight: StageSink, @unchecked Sendable {
   enum Phase {
-    /// A successor: runs wait in it for the cancelled or delivered flight before it to land.
+    /// A successor: runs wait in it for the cancelled flight before it to land.
     case waiting
     /// Runs join it; its call has started or is about to.
     case flying
     /// Every run that joined left, and its call was cancelled; it may still be running.
     case cancelled
-    /// Its result has gone to the runs that joined it; its call may not have landed yet.
-    case delivered
   }
 
-  /// A run that joined: its completion, and its cancellation registration once made.
-  struct Joiner: Sendable {
-    let id: Int
-    let complete: @Sendable (Result<Value, any Error>) -> Void
-    var registration: CancellationToken.Registration?
-  }
-
-  let key: Key
-  let stripe: FlightTable<Key, Value>.Stripe
+  let key: FlightKey
+  let table: FlightTable
+  let stripe: FlightTable.Stripe
+  /// The call: `inner` on the input of the run that made the flight, on a token of its own,
+  /// cancelled when every run has left.
+  let input: AnyValue
+  let inner: Program
   let token = CancellationToken()
-  /// Starts the call, with the input of the run that made the flight.
-  let start: @Sendable (Flight) -> Void
-  /// Set by the call's marker stage, once the call has started.
-  let started = Atomic<Bool>(false)
-  var phase: Phase
-  var joiners: [Joiner] = []
-  private var nextID = 0
-  /// Whether `launch` started (or is starting) the call.
-  var launched = false
-  /// Set once, when its call is over.
-  let landed = Atomic<Bool>(false)
+  // Unchecked: the lock, not Swift's exclusivity checks, keeps their accesses apart.
+  @exclusivity(unchecked) var phase: Phase
+  @exclusivity(unchecked) var seats = Seats()
+  /// The cancellation registration of the run that made the flight, written by that run's
+  /// thread before the call starts and read once the call has reported: the call's own
+  /// hand-off of its outcome orders the two, so it needs no lock.
+  @exclusivity(unchecked) var founderRegistration: CancellationToken.Registration?
   /// `false` once forgotten: its result is not kept.
-  var keepsResult = true
-  var successor: Flight?
+  @exclusivity(unchecked) var keepsResult = true
+  @exclusivity(unchecked) var successor: Flight?
 
   init(
-    key: Key, phase: Phase, stripe: FlightTable<Key, Value>.Stripe,
-    start: @escaping @Sendable (Flight) -> Void
+    _ key: FlightKey, _ phase: Phase, _ input: AnyValue, _ inner: Program,
+    _ table: FlightTable, _ stripe: FlightTable.Stripe
   ) {
     self.key = key
     self.phase = phase
+    self.input = input
+    self.inner = inner
+    self.table = table
     self.stripe = stripe
-    self.start = start
   }
 
-  /// Adds a run; returns its id.
-  func add(_ complete: @escaping @Sendable (Result<Value, any Error>) -> Void) -> Int {
-    defer { nextID += 1 }
-    joiners.append(Joiner(id: nextID, complete: complete, registration: nil))
-    return nextID
+  /// Starts the call on the flight's token: it reports here exactly once, even when the token
+  /// was cancelled before it began.
+  func start() { inner.start(input, token: token, sink: self) }
+
+  /// Starts a successor's call, unless every run that waited in it has left.
+  func launch() {
+    let go = stripe.state.withLock { _ in !seats.isEmpty }
+    guard go else { return table.landed(self, nil) }
+    start()
   }
 
-  /// Joiners are in id order: a binary search finds one.
-  private func index(of id: Int) -> Int? {
-    var (low, high) = (0, joiners.count)
-    while low < high {
-      let middle = (low + high) / 2
-      if joiners[middle].id < id { low = middle + 1 } else { high = middle }
+  /// A joined run was cancelled: it leaves, and the last to leave a flying flight cancels
+  /// the call (which, not started yet, never runs).
+  func leave(_ seat: Int) {
+    let (left, cancel) = stripe.state.withLock { _ -> (Seats.Seat?, Bool) in
+      guard let left = seats.remove(seat) else { return (nil, false) }
+      guard seats.isEmpty, phase == .flying else { return (left, false) }
+      phase = .cancelled
+      return (left, true)
     }
-    return low < joiners.count && joiners[low].id == id ? low : nil
+    guard let left else { return }
+    // The run has delivered its cancellation already; this settles its stage.
+    left.report.fail(CancellationError())
+    if cancel { token.cancel() }
   }
 
-  /// Keeps a run's registration; `false` if the run is gone already.
-  func keep(_ registration: CancellationToken.Registration, for id: Int) -> Bool {
-    guard let index = index(of: id) else { return false }
-    joiners[index].registration = registration
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    table.landed(self, .success(value))
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) { table.landed(self, .failure(error)) }
+}
+
+/// The runs that joined a flight, by seat number in joining order. The first is kept inline,
+/// so a flight of one run needs no array.
+///
+/// Invariant: `head`, when present, has a lower number than every seat in `rest`, which is
+/// sorted.
+struct Seats {
+  /// A run that joined: how its stage reports, and its cancellation registration once made.
+  struct Seat {
+    let number: Int
+    let report: StageReport
+    var registration: CancellationToken.Registration?
+  }
+
+  /// The number of the seat of the run that made the flight.
+  static let first = 0
+
+  private var head: Seat?
+  private var rest: [Seat] = []
+  private var next = first
+
+  var isEmpty: Bool { head == nil && rest.isEmpty }
+
+  /// Seats a run; returns its number.
+  mutating func add(_ report: StageReport) -> Int {
+    defer { next += 1 }
+    let seat = Seat(number: next, report: report, registration: nil)
+    if isEmpty { head = seat } else { rest.append(seat) }
+    return next
+  }
+
+  /// Keeps a run's registration; `false` if the run has left already.
+  mutating func keep(_ registration: CancellationToken.Registration, for number: Int) -> Bool {
+    if head?.number == number {
+      head!.registration = registration
+      return true
+    }
+    guard let index = index(of: number) else { return false }
+    rest[index].registration = registration
     return true
   }
 
-  func remove(_ id: Int) -> Joiner? {
-    guard let index = index(of: id) else { return nil }
-    return joiners.remove(at: index)
+  mutating func remove(_ number: Int) -> Seat? {
+    if head?.number == number { return head.take() }
+    guard let index = index(of: number) else { return nil }
+    return rest.remove(at: index)
   }
 
-  /// Every run that joined, taken for delivery; the flight is delivered from then on.
-  func takeJoiners() -> [Joiner] {
-    if phase == .flying { phase = .delivered }
-    defer { joiners = [] }
-    return joiners
+  /// Every seat, taken for delivery; the numbers go on from where they were.
+  mutating func takeAll() -> Seats {
+    var taken = Seats()
+    taken.next = next
+    swap(&self, &taken)
+    return taken
+  }
+
+  /// Gives `result` to every seat in joining order, taking back its registration first.
+  func deliver(_ result: AnyResult) {
+    if let head { Self.deliver(result, to: head) }
+    for seat in rest { Self.deliver(result, to: seat) }
+  }
+
+  private static func deliver(_ result: AnyResult, to seat: Seat) {
+    seat.registration?.remove()
+    seat.report.complete(result)
+  }
+
+  /// `rest` is in number order: a binary search finds a seat.
+  private func index(of number: Int) -> Int? {
+    var (low, high) = (0, rest.count)
+    while low < high {
+      let middle = (low + high) / 2
+      if rest[middle].number < number { low = middle + 1 } else { high = middle }
+    }
+    return low < rest.count && rest[low].number == number ? low : nil
   }
 }

@@ -119,7 +119,7 @@ import Testing
 
   @Test func runs_waiting_for_a_cancelled_call_that_all_leave_make_no_call() async {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
     shared.run("ada") { _ in }.cancel()
     await parking.waitForStarts(1)
@@ -134,7 +134,7 @@ import Testing
 
   @Test func after_the_call_ends_the_table_holds_nothing_for_its_key() async {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
     let done = Gate()
     shared.run("ada") { _ in done.open() }
@@ -156,24 +156,24 @@ import Testing
 
   @Test func a_run_whose_token_is_cancelled_as_it_joins_makes_no_call() {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let token = CancellationToken()
     token.cancel()
-    let results = Recorder<Result<String, any Error>>()
+    let stage = ReportedStage()
     // The table itself, as a run would reach it just after its token was cancelled: the
     // handler runs at once and the run leaves before its flight could launch.
     table.run(
-      "ada", key: "ada", token: token, complete: { results.record($0) },
-      call: table.flightCall(parking.function))
-    #expect(results.all.count == 1)
-    #expect(results.all.first.map(isCancellation) == true)
+      "ada", key: FlightKey("ada"), token: token,
+      report: StageReport(sink: stage, branch: 0, counted: nil), inner: parking.function.program)
+    #expect(stage.outcomes.all.count == 1)
+    #expect(stage.outcomes.all.first.map(isCancellation) == true)
     #expect(parking.started == 0)
     #expect(table.flightCount == 0)
   }
 
   @Test func a_cancelled_call_leaves_the_table_when_it_calls_back() async {
     let parking = Parking<String, String>()
-    let table = FlightTable<String, String>(policy: nil)
+    let table = FlightTable(policy: nil)
     let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
     shared.run("ada") { _ in }.cancel()
     await parking.waitForStarts(1)
@@ -219,6 +219,53 @@ import Testing
     #expect(parking.started == 1)
   }
 
+  @Test func keys_of_a_class_and_its_subclass_compare_as_the_class_does() async {
+    let parking = Parking<Account, String>()
+    let shared = parking.function.shared()
+    let finished = Countdown(2)
+    let results = Recorder<Result<String, any Error>>()
+    for account in [Account(id: 1), Business(id: 1)] {
+      shared.run(account) {
+        results.record($0)
+        finished.tick()
+      }
+    }
+    await parking.waitForStarts(1)
+    parking.takeAll()[0].complete(.success("one"))
+    await finished.wait()
+    #expect(results.all.map { try? $0.get() } == ["one", "one"])
+    #expect(parking.started == 1)
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func keys_of_one_hash_have_flights_of_their_own() async {
+    let parking = Parking<Colliding, String>()
+    let table = FlightTable(policy: nil)
+    let shared = parking.function.sharing(by: { $0 }, in: table, call: "shared()")
+    let results = Recorder<String>()
+    let finished = Countdown(4)
+    for name in ["ada", "bob", "ada", "bob"] {
+      shared.run(Colliding(name: name)) {
+        results.record("\(name): \((try? $0.get()) ?? "failed")")
+        finished.tick()
+      }
+    }
+    await parking.waitForStarts(2)
+    let calls = parking.takeAll()
+    #expect(calls.map(\.input.name) == ["ada", "bob"])
+    #expect(table.flightCount == 2)
+    calls[1].complete(.success("bob.png"))
+    #expect(table.flightCount == 1)
+    // Ada's flight is still the head of its key: a run of it joins.
+    shared.run(Colliding(name: "ada")) { _ in finished.tick() }
+    #expect(parking.started == 2)
+    calls[0].complete(.success("ada.png"))
+    await finished.wait()
+    #expect(table.flightCount == 0)
+    #expect(
+      results.all.sorted() == ["ada: ada.png", "ada: ada.png", "bob: bob.png", "bob: bob.png"])
+  }
+
   @Test func a_delivered_run_leaves_no_registration_on_its_token() async {
     let parking = Parking<String, String>()
     let shared = parking.function.shared()
@@ -247,6 +294,32 @@ import Testing
     #expect("\(avatar.shared())" == "avatar.shared()")
     #expect("\(avatar.shared(by: \.count))" == "avatar.shared(by: { … })")
   }
+}
+
+/// A key whose values all have one hash.
+private struct Colliding: Hashable, Sendable {
+  let name: String
+  func hash(into hasher: inout Hasher) { hasher.combine(0) }
+}
+
+/// A class key: accounts are equal by id, whatever their subclass.
+private class Account: Hashable, @unchecked Sendable {
+  let id: Int
+  init(id: Int) { self.id = id }
+  static func == (lhs: Account, rhs: Account) -> Bool { lhs.id == rhs.id }
+  func hash(into hasher: inout Hasher) { hasher.combine(id) }
+}
+
+/// `@unchecked Sendable`: immutable, as its superclass.
+private final class Business: Account, @unchecked Sendable {}
+
+/// Where a stage started by hand reports: it records each outcome.
+private final class ReportedStage: StageSink {
+  let outcomes = Recorder<Result<any Sendable, any Error>>()
+  func stageSucceeded(_ value: consuming any Sendable, branch _: Int) {
+    outcomes.record(.success(value))
+  }
+  func stageFailed(_ error: any Error, branch _: Int) { outcomes.record(.failure(error)) }
 }
 
 @Suite struct SharedStressTests {
