@@ -115,7 +115,7 @@ func printBars() {
   print("\nAgainst the issues' bars (this run alone; read the middle of a few runs)")
   for bar in bars {
     let name = bar.what.padding(toLength: 52, withPad: " ", startingAt: 0)
-    let limit = "\(String(format: "%.1f", bar.limit))\(bar.unit)"
+    let limit = "\(String(format: "%g", bar.limit))\(bar.unit)"
     guard let figure = figures[bar.key] else {
       print("\(name) not measured (bar \(limit))")
       continue

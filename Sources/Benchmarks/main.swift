@@ -118,6 +118,7 @@ runUnlimitedMapScenario()
 runHopScenario()
 runPromiseScenario()
 runModifierScenario()
+runAdmissionScenario()
 runSharingScenario()
 
 // Peak memory needs a process per figure: a peak never goes down.

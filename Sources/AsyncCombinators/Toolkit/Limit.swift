@@ -33,21 +33,21 @@ extension AsyncFunc {
 
   /// The stage every gated modifier makes: each run enters `function`'s gate.
   ///
-  /// The gate is asked first, so that a run admitted at once skips the queue and a rejected
-  /// one builds nothing; only a run that must wait becomes a waiter in the queue.
+  /// A gate whose queue limit can turn a run away at once is asked first, so that a rejected
+  /// run builds nothing but its error; any other gate takes the run's waiter in one step.
   func limitedStage(_ function: LimitedFunction, call: String) -> AsyncFunc {
     AsyncFunc(modifying: program, call: call) { input, token, report in
       let gate = function.gate
-      switch gate.attempt(weight: function.weight, priority: function.priority) {
-      case .admitted:
-        LimitedRun(function, token, report).admitted(input)
-      case .rejected(let retryAfter):
-        report.fail(LimitExceeded(retryAfter: retryAfter))
-      case .waits:
-        gate.enter(
-          LimitedRun(function, token, report), input: input, weight: function.weight,
-          priority: function.priority)
+      let (weight, priority) = (function.weight, function.priority)
+      if gate.queueLimit.rejectsAtOnce {
+        switch gate.attempt(weight: weight, priority: priority) {
+        case .admitted: return LimitedRun(function, token, report).admitted(input)
+        case .rejected(let retryAfter): return report.fail(LimitExceeded(retryAfter: retryAfter))
+        case .waits: break
+        }
       }
+      gate.enter(
+        LimitedRun(function, token, report), input: input, weight: weight, priority: priority)
     }
   }
 }

@@ -20,6 +20,14 @@ public struct QueueLimit: Sendable, Hashable, CustomStringConvertible {
 
   let kind: Kind
 
+  /// Whether a run may be rejected as it arrives, rather than only after waiting.
+  var rejectsAtOnce: Bool {
+    switch kind {
+    case .none, .count: true
+    case .unbounded, .wait: false
+    }
+  }
+
   private init(_ kind: Kind) { self.kind = kind }
 
   /// Wait as long as it takes: the queue grows with the waiters.
