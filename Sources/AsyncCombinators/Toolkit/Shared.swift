@@ -369,16 +369,15 @@ final class Flight: StageSink, @unchecked Sendable {
   let input: AnyValue
   let inner: Program
   let token = CancellationToken()
-  // Unchecked: the lock, not Swift's exclusivity checks, keeps their accesses apart.
-  @exclusivity(unchecked) var phase: Phase
-  @exclusivity(unchecked) var seats = Seats()
+  var phase: Phase
+  var seats = Seats()
   /// The cancellation registration of the run that made the flight, written by that run's
   /// thread before the call starts and read once the call has reported: the call's own
   /// hand-off of its outcome orders the two, so it needs no lock.
-  @exclusivity(unchecked) var founderRegistration: CancellationToken.Registration?
+  var founderRegistration: CancellationToken.Registration?
   /// `false` once forgotten: its result is not kept.
-  @exclusivity(unchecked) var keepsResult = true
-  @exclusivity(unchecked) var successor: Flight?
+  var keepsResult = true
+  var successor: Flight?
 
   init(
     _ key: FlightKey, _ phase: Phase, _ input: AnyValue, _ inner: Program,
