@@ -41,6 +41,11 @@ if arguments.first == "--modifiers" {
   }
   exit(0)
 }
+if arguments.first == "--rows" {
+  // Chosen modifier rows alone at 100,000 elements: `--rows timeout(30 s) limit(8)`.
+  runModifierScenario(widths: [100_000], rows: ["none"] + arguments.dropFirst())
+  exit(0)
+}
 if arguments.first == "--resilience" {
   // The resilience rows alone, at the width their bars are stated at.
   runModifierScenario(
