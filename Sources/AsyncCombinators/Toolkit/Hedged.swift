@@ -211,9 +211,8 @@ private final class HedgedRun: StageSink {
     }
   }
 
-  /// What the wait before hedge `next` calls when it ends, made once for both of its ends.
-  /// Not inlined, so that the optimizer cannot specialize `onCancel` for the closure's body
-  /// and make its context a second time there.
+  /// What the wait before hedge `next` calls when it ends: one closure, made here once, that
+  /// both of its ends (the timer and the registration) hold.
   @inline(never)
   private func ending(before next: Int) -> @Sendable () -> Void {
     { self.waitEnded(before: next) }
