@@ -52,6 +52,17 @@ import Testing
     }
   }
 
+  @Test func an_id_it_never_made_cancels_nothing() {
+    var queue = DeadlineQueue<Int, Int>()
+    let id = queue.schedule(1, at: 5)
+    // Whatever the bits: a slot past the end, a negative slot, a generation never issued.
+    for stranger in [UInt64.max, UInt64(UInt32.max), id + 1, id | (UInt64(7) << 32)] {
+      #expect(queue.cancel(stranger) == nil)
+    }
+    #expect(queue.count == 1)
+    #expect(queue.cancel(id) == 1)
+  }
+
   @Test func cancelled_keys_never_outnumber_the_pending_items_for_long() {
     var queue = DeadlineQueue<Int, Int>()
     var ids: [UInt64] = []

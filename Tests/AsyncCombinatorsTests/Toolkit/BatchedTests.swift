@@ -24,10 +24,16 @@ import Testing
     }
   }
 
-  @Test func loads_of_1_and_2_become_one_call() async {
-    let loader = Parking<[Int], [String]>()
+  /// A private serial queue, suspended: the test resumes it to let its batch's block run.
+  private static func heldQueue() -> DispatchQueue {
     let queue = DispatchQueue(label: "batched.test")
     queue.suspend()
+    return queue
+  }
+
+  @Test func loads_of_1_and_2_become_one_call() async {
+    let loader = Parking<[Int], [String]>()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(2)
     _ = loads.load(user, 1)
@@ -46,8 +52,7 @@ import Testing
 
   @Test func three_loads_with_maxBatchSize_2_give_1_2_then_3() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, maxBatchSize: 2, on: queue)
     let loads = Loads(3)
     for key in 1...3 { _ = loads.load(user, key) }
@@ -65,8 +70,7 @@ import Testing
 
   @Test func loads_of_1_1_and_2_give_one_call_of_1_and_2() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(3)
     for key in [1, 1, 2] { _ = loads.load(user, key) }
@@ -82,8 +86,7 @@ import Testing
 
   @Test func keys_go_in_first_asked_order() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(5)
     for key in [5, 3, 5, 9, 3] { _ = loads.load(user, key) }
@@ -116,8 +119,7 @@ import Testing
 
   @Test func a_count_mismatch_fails_every_load_of_the_batch_naming_the_loader() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(3)
     for key in [1, 2, 2] { _ = loads.load(user, key) }
@@ -139,8 +141,7 @@ import Testing
 
   @Test func a_failing_load_fails_every_load_of_the_batch() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(2)
     for key in [1, 2] { _ = loads.load(user, key) }
@@ -154,8 +155,7 @@ import Testing
 
   @Test func the_result_form_gives_each_key_its_own_outcome() async {
     let loader = Parking<[Int], [Result<String, any Error>]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(3)
     for key in [1, 2, 1] { _ = loads.load(user, key) }
@@ -171,8 +171,7 @@ import Testing
 
   @Test func the_result_form_checks_the_count_too() async {
     let loader = Parking<[Int], [Result<String, any Error>]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(1)
     _ = loads.load(user, 1)
@@ -187,8 +186,7 @@ import Testing
 
   @Test func a_load_cancelled_before_its_batch_is_sent_leaves_it() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(4)
     _ = loads.load(user, 1)
@@ -210,8 +208,7 @@ import Testing
 
   @Test func a_key_that_left_and_is_asked_again_goes_last() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(4)
     loads.load(user, 1).cancel()
@@ -229,8 +226,7 @@ import Testing
 
   @Test func a_batch_whose_loads_all_left_before_it_was_sent_makes_no_call() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(2)
     loads.load(user, 1).cancel()
@@ -243,8 +239,7 @@ import Testing
 
   @Test func cancelling_every_load_of_a_sent_batch_cancels_the_load_run() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let loads = Loads(3)
     let tokens = [1, 2, 2].map { loads.load(user, $0) }
@@ -263,8 +258,7 @@ import Testing
 
   @Test func a_delivered_load_leaves_no_registration_on_its_token() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
     let token = CancellationToken()
     let finished = Countdown(2)
@@ -278,8 +272,7 @@ import Testing
 
   @Test func batched_then_memoized_is_a_dataloader_with_a_cache() async {
     let loader = Parking<[Int], [String]>()
-    let queue = DispatchQueue(label: "batched.test")
-    queue.suspend()
+    let queue = Self.heldQueue()
     let users = ResultCache<Int, String>(name: "users")
     let user = AsyncFunc<Int, String>.batched(loader.function, on: queue).memoized(in: users)
     let loads = Loads(3)

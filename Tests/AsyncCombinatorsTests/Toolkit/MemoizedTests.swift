@@ -83,14 +83,7 @@ import Testing
     let parking = Parking<Int, String>()
     let users = ResultCache<Int, String>()
     let user = parking.function.memoized(in: users)
-    let finished = Countdown(5)
-    let results = Recorder<Result<String, any Error>>()
-    for _ in 0..<5 {
-      user.run(1) {
-        results.record($0)
-        finished.tick()
-      }
-    }
+    let (results, finished) = startRuns(user, 1, count: 5)
     await parking.waitForStarts(1)
     #expect(parking.started == 1)
     parking.takeAll()[0].complete(.success("user1"))
@@ -138,14 +131,7 @@ import Testing
     let user = parking.function.memoized(in: users)
     users.prime(1, with: "old")
     clock.advance(by: .seconds(5))
-    let finished = Countdown(20)
-    let results = Recorder<Result<String, any Error>>()
-    for _ in 0..<20 {
-      user.run(1) {
-        results.record($0)
-        finished.tick()
-      }
-    }
+    let (results, finished) = startRuns(user, 1, count: 20)
     await parking.waitForStarts(1)
     #expect(parking.started == 1)
     parking.takeAll()[0].complete(.success("new"))

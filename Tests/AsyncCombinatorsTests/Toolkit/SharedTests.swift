@@ -11,14 +11,7 @@ import Testing
   {
     let parking = Parking<String, String>()
     let shared = parking.function.shared()
-    let results = Recorder<Result<String, any Error>>()
-    let finished = Countdown(10)
-    for _ in 0..<10 {
-      shared.run("ada") { result in
-        results.record(result)
-        finished.tick()
-      }
-    }
+    let (results, finished) = startRuns(shared, "ada", count: 10)
     await parking.waitForStarts(1)
     #expect(parking.started == 1)
     let calls = parking.takeAll()
@@ -32,14 +25,7 @@ import Testing
   @Test func ten_joined_runs_all_get_the_calls_error() async {
     let parking = Parking<String, String>()
     let shared = parking.function.shared()
-    let results = Recorder<Result<String, any Error>>()
-    let finished = Countdown(10)
-    for _ in 0..<10 {
-      shared.run("ada") { result in
-        results.record(result)
-        finished.tick()
-      }
-    }
+    let (results, finished) = startRuns(shared, "ada", count: 10)
     await parking.waitForStarts(1)
     parking.takeAll()[0].complete(.failure(TestError(7)))
     await finished.wait()
@@ -97,14 +83,7 @@ import Testing
     let cancelled = parking.takeAll()[0]
     #expect(cancelled.token.isCancelled)
     // The cancelled call has not called back: the next runs wait for it, together.
-    let results = Recorder<Result<String, any Error>>()
-    let finished = Countdown(2)
-    for _ in 0..<2 {
-      shared.run("ada") {
-        results.record($0)
-        finished.tick()
-      }
-    }
+    let (results, finished) = startRuns(shared, "ada", count: 2)
     #expect(parking.started == 1)
     cancelled.complete(.failure(CancellationError()))
     await parking.waitForStarts(2)
