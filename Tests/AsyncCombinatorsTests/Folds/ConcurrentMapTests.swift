@@ -133,6 +133,47 @@ import Testing
     #expect(outcome.withLock { $0?.failure } is CancellationError)
   }
 
+  @Test func a_limited_map_starts_its_elements_in_index_order_as_slots_free() async throws {
+    let parking = Parking<Int, Int>()
+    let result = Task { try await parking.function.concurrentMap(limit: 2)(Array(0..<6)) }
+    await parking.waitForStarts(2)
+    var running = parking.takeAll()
+    var startOrder = running.map(\.input)
+    // Free the newest slot first each time: the next element to start is still the next index.
+    while !running.isEmpty {
+      let newest = running.removeLast()
+      let startedBefore = parking.started
+      newest.complete(.success(newest.input))
+      if startedBefore < 6 {
+        await parking.waitForStarts(startedBefore + 1)
+        let started = parking.takeAll()
+        startOrder += started.map(\.input)
+        running += started
+      }
+    }
+    #expect(startOrder == Array(0..<6))
+    #expect(try await result.value == Array(0..<6))
+  }
+
+  @Test func a_cancelled_limited_map_lets_go_of_the_elements_still_waiting() async {
+    final class Payload: Sendable {}
+    let parking = Parking<Payload, Int>()
+    let done = Gate()
+    weak var waiting: Payload?
+    let token: CancellationToken
+    do {
+      let payloads = (0..<10).map { _ in Payload() }
+      waiting = payloads[9]
+      token = parking.function.concurrentMap(limit: 2).run(payloads) { _ in done.open() }
+    }
+    await parking.waitForStarts(2)
+    token.cancel()
+    await done.wait()
+    for run in parking.takeAll() { run.complete(.success(0)) }
+    #expect(parking.started == 2)
+    #expect(waiting == nil)  // Neither the gate nor the fold holds it any longer.
+  }
+
   @Test func cancelling_the_awaiting_task_cancels_the_map() async {
     let parking = Parking<Int, Int>()
     let task = Task { try await parking.function.concurrentMap(limit: 2)(Array(0..<4)) }

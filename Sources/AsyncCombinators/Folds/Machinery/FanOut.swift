@@ -3,12 +3,13 @@ import Synchronization
 /// Runs one program on every element of an array, at most `limit` at a time, and joins the
 /// results in input order: the engine of `concurrentMap` and its relatives.
 ///
-/// Scheduling is a counter under a lock, not a thread or a semaphore per element. When an
-/// element completes, its slot goes back to the pool; whichever thread holds the *starter*
-/// role (at most one at a time) starts the next elements. A completion that arrives while a
-/// starter is active only frees its slot and returns, so an element that completes
-/// synchronously never recurses into the start of the next one: 100,000 synchronous
-/// elements run in one loop on one stack frame.
+/// A limit is a gate of the package's one admission core (`Admission`, as `limit(_:)` and
+/// ``Limiter`` use), in which one waiter, `FoldSlots`, stands for all the elements not yet
+/// started: each admission starts the next element, in index order. Only one thread at a
+/// time runs the gate's admissions, and an element that completes synchronously only gives
+/// its slot back, so it never recurses into the start of the next one: 100,000 synchronous
+/// elements run in one loop on one stack frame. Without a limit, every element starts in one
+/// loop.
 ///
 /// Failures up to `allowedFailures` are recorded and dropped; the one beyond fails the join
 /// at once, cancels the elements still running and starts no more. The parent's
@@ -16,10 +17,10 @@ import Synchronization
 /// with `CancellationError` itself: cancellation is never a tolerated failure.
 ///
 /// A limit counts real work: when `limit` is below the number of elements, each element runs
-/// on a child token carrying its own ``InFlightWork``, and its slot comes back only when no
-/// body it started is still working, though its result was recorded at once (a timed-out
-/// element whose upload ignores cancellation keeps its slot until the upload calls back).
-/// Without a limit there is nothing to hold back, and elements share the branch token.
+/// on a child token carrying its own ``InFlightWork``, and its slot goes back to the gate only
+/// when no body it started is still working, though its result was recorded at once (a
+/// timed-out element whose upload ignores cancellation keeps its slot until the upload calls
+/// back). Without a limit there is nothing to hold back, and elements share the branch token.
 ///
 /// Elements report to the join directly, as the branches of a fork-join do: an element that
 /// is one callback stage runs without a `Run` around it.
@@ -52,8 +53,10 @@ final class FanOut<Element: Sendable>: SlotJoin {
   private let state: Locked<State>
   /// The elements' outputs, each written by its element's completion.
   private let values: FanOutValues
-  /// Set with `isDone`; see `startElements`.
+  /// Set with `isDone`; see `startAll`.
   private let ended = Atomic<Bool>(false)
+  /// The gate of a limited fold; `nil` when every element starts at once.
+  private let gate: Admission<FoldSlots>?
   /// Cancelled with the parent token, or by the join itself when it fails.
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
@@ -74,6 +77,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
     values = FanOutValues(count: elements.count)
     state = Locked(State(remaining: elements.count))
     (branches, link) = token.makeChild()
+    gate = limit < elements.count ? Admission(capacity: limit) : nil
   }
 
   /// Runs `program` on each of `elements`, at most `limit` at once, and reports the outcome
@@ -90,54 +94,34 @@ final class FanOut<Element: Sendable>: SlotJoin {
       elements: elements, program: program, limit: limit, allowedFailures: allowedFailures,
       token: token, progress: progress, completion: completion)
     let handler = join.branches.onCancel { join.end(.cancelled) }
-    join.state.withLock {
-      $0.cancelHandler = handler
-      $0.isStarting = true
-    }
-    join.startElements()
+    join.state.withLock { $0.cancelHandler = handler }
+    guard let gate = join.gate else { return join.startAll() }
+    gate.enter(FoldSlots(join, waitsOn: join.branches), runs: elements.count)
   }
 
-  /// The starter loop. Only the thread that set `isStarting` runs it.
+  /// Starts every element, unlimited; one not yet started when the join ends never starts.
   ///
-  /// It claims every free slot at once, and starts the claimed elements outside the lock: an
-  /// unlimited fold takes the lock once to start all its elements, rather than once each
-  /// against the completions coming back. A claimed element not yet started when the join
-  /// ends is never started.
-  private func startElements() {
-    while true {
-      let claimed = state.withLock { state -> Range<Int>? in
-        guard !state.isDone, state.running < limit, state.next < elements.count else {
-          state.isStarting = false
-          return nil
-        }
-        let count = min(limit - state.running, elements.count - state.next)
-        state.running += count
-        defer { state.next += count }
-        return state.next..<(state.next + count)
-      }
-      guard let claimed else { return }
-      for index in claimed {
-        if ended.load(ordering: .acquiring) { return }
-        // The join reacts to cancellation itself, so the elements need no registration.
-        guard countsBodies else {
-          program.start(elements[index], token: branches, sink: self, branch: index)
-          continue
-        }
-        let work = ElementWork(self, childOf: branches)
-        program.start(elements[index], token: work.element!.child, sink: work, branch: index)
-      }
+  /// The join reacts to cancellation itself, so the elements need no registration.
+  private func startAll() {
+    state.withLock {
+      $0.running = elements.count
+      $0.next = elements.count
+    }
+    for index in elements.indices {
+      if ended.load(ordering: .acquiring) { return }
+      program.start(elements[index], token: branches, sink: self, branch: index)
     }
   }
 
-  /// Marks the join done, under the lock: `isDone` for the lock's users, `ended` for the
-  /// starter loop, which reads it between elements without taking the lock.
+  /// Marks the join done, under the lock: `isDone` for the lock's users, `ended` for
+  /// `startAll`, which reads it between elements without taking the lock.
   private func markDone(_ state: inout State) {
     state.isDone = true
     ended.store(true, ordering: .releasing)
   }
 
   /// Whether an element's slot waits for its bodies rather than its result.
-  private var countsBodies: Bool { limit < elements.count }
+  private var countsBodies: Bool { gate != nil }
 
   func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
     // The element's own slot, written once, outside the lock (see `FanOutValues`).
@@ -149,15 +133,24 @@ final class FanOut<Element: Sendable>: SlotJoin {
     deliver(index, failure: error)
   }
 
-  /// An element whose bodies have all called back gives its slot to the next element.
-  func slotFreed() {
-    let startMore = state.withLock { state -> Bool in
-      state.running -= 1
-      guard !state.isDone, !state.isStarting, state.next < elements.count else { return false }
-      state.isStarting = true
-      return true
+  /// The gate admitted the next element: it starts, unless the join has ended, when the slot
+  /// goes straight back.
+  func startNext() {
+    let index = state.withLock { state -> Int? in
+      guard !state.isDone else { return nil }
+      state.running += 1
+      defer { state.next += 1 }
+      return state.next
     }
-    if startMore { startElements() }
+    guard let index else { return gate!.leave() }
+    let work = ElementWork(self, childOf: branches)
+    program.start(elements[index], token: work.element!.child, sink: work, branch: index)
+  }
+
+  /// An element whose bodies have all called back gives its slot back to the gate.
+  func slotFreed() {
+    state.withLock { $0.running -= 1 }
+    gate!.leave()
   }
 
   private func deliver(_ index: Int, failure: (any Error)?) {
@@ -193,19 +186,11 @@ final class FanOut<Element: Sendable>: SlotJoin {
         markDone(&state)
         return .finish(.finished(values: values, failures: state.failures))
       }
-      guard !countsBodies, !state.isStarting, state.next < elements.count else {
-        return .nothing
-      }
-      state.isStarting = true
-      return .startMore
+      return .nothing
     }
     // On the reports' own lane: the user's closure holds up neither this thread nor the start.
     if drains { ProgressQueue.startDraining { self.drainReports() } }
-    switch next {
-    case .nothing: return
-    case .startMore: startElements()
-    case .finish(let outcome): finish(outcome)
-    }
+    if case .finish(let outcome) = next { finish(outcome) }
   }
 
   /// What a report calls in flight, taken as an element finishes: the elements started and
@@ -230,7 +215,8 @@ final class FanOut<Element: Sendable>: SlotJoin {
   private func finish(_ outcome: Outcome) {
     link.remove()
     state.withLock { $0.cancelHandler.take() }?.remove()
-    // Stops the elements still running; `end` finds the join done and does nothing.
+    // Stops the elements still running and turns the elements still waiting away from the
+    // gate; `end` finds the join done and does nothing.
     if case .finished = outcome {} else { branches.cancel() }
     guard progress != nil else { return completion(outcome) }
     // Behind the reports: a drainer at work delivers the outcome once it has delivered them.
@@ -274,18 +260,45 @@ enum FanOutOutcome: Sendable {
 
 /// What a delivered result leads to, decided under the lock and done outside it.
 private enum FanOutNext {
-  case nothing, startMore
+  case nothing
   case finish(FanOutOutcome)
 }
+
+/// The waiter that stands in a limited fold's gate for every element not yet started; each
+/// admission starts the next one.
+///
+/// Its join reacts to the fold's cancellation itself, and its gate never rejects, so being
+/// turned away needs nothing more. `place` is guarded by the gate's lock, the rest are `let`s:
+/// that is what makes the `@unchecked Sendable` safe.
+final class FoldSlots: AdmissionWaiter, @unchecked Sendable {
+  var place = AdmissionPlace()
+  let waitsOn: CancellationToken
+  private let join: any FoldSlotJoin
+
+  init(_ join: any FoldSlotJoin, waitsOn token: CancellationToken) {
+    self.join = join
+    waitsOn = token
+  }
+
+  func admitted(_: AnyValue) { join.startNext() }
+  func turnedAway() {}
+  func rejected(_: LimitExceeded) {}
+}
+
+/// A fold whose elements start as its gate admits them.
+protocol FoldSlotJoin: SlotJoin {
+  func startNext()
+}
+
+extension FanOut: FoldSlotJoin {}
 
 private struct FanOutState {
   var failures: [FanOutFailure] = []
   /// The index of the next element to start.
   var next = 0
+  /// The elements started whose slots are not given back yet.
   var running = 0
   var remaining: Int
-  /// Whether some thread is in `startElements` and will notice freed slots.
-  var isStarting = false
   var isDone = false
   /// Finished elements, and the failed ones among them (cancellation included), for
   /// progress reports.

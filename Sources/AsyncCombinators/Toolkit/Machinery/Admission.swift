@@ -36,6 +36,9 @@ struct AdmissionPlace {
   fileprivate var expiry: CancellationToken?
   fileprivate var weight = 1
   fileprivate var priority = 0
+  /// How many admissions it still waits for: more than one for a waiter that stands for a
+  /// fold's elements not yet started (see ``Admission/enter(_:runs:)``).
+  fileprivate var runs = 1
 
   init() {}
 }
@@ -54,8 +57,8 @@ struct AdmissionClock: Sendable {
   }
 }
 
-/// The one admission mechanism of the package: `limit(_:)`, `serialized()`, ``Limiter`` and
-/// ``WorkQueue`` are each a gate of this kind.
+/// The one admission mechanism of the package: `limit(_:)`, `serialized()`, ``Limiter``,
+/// ``WorkQueue`` and the limited array folds are each a gate of this kind.
 ///
 /// At most `capacity` weight is held at once; the rest waits, highest priority first and in
 /// arrival order within a priority. The waiter at the head blocks those behind it until its
@@ -67,7 +70,8 @@ struct AdmissionClock: Sendable {
 ///
 /// Grants happen in a drain loop that at most one thread runs at a time, so a holder that
 /// finishes synchronously inside its grant frees its slot without recursing into the next
-/// grant.
+/// grant. A holder that leaves while no thread drains starts the loop, its slot going to the
+/// head waiter in the same locked step.
 ///
 /// The waiters on one token share one cancellation handler on it, a `Watch`, made when the
 /// first of them queues and removed when the last leaves: inside a fold every element waits on
@@ -172,7 +176,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// Links `waiter` last in its lane and on its token's watch: a new watch if it is the
     /// first.
     mutating func enqueue(_ waiter: Waiter) -> Watch? {
-      waitingCount += 1
+      waitingCount += waiter.place.runs
       waiter.place.isWaiting = true
       let priority = waiter.place.priority
       var index = 0
@@ -204,7 +208,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// ends the watch and returns its registration to remove. The caller holds the waiter.
     mutating func unlink(_ waiter: Waiter) -> CancellationToken.Registration? {
       waiter.place.isWaiting = false
-      waitingCount -= 1
+      waitingCount -= waiter.place.runs
       let priority = waiter.place.priority
       var index = 0
       while lanes[index].priority != priority { index += 1 }
@@ -260,6 +264,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       used += weight
       holders += 1
+      if head.place.runs > 1 {
+        // One of the runs it stands for starts; the rest keep its place at the head.
+        head.place.runs -= 1
+        waitingCount -= 1
+        return .admit(head, nil, expiry: nil)
+      }
       let registration = unlink(head)
       swap(&input, &head.place.input)
       let expiry = head.place.expiry.take()
@@ -341,16 +351,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     case .admitted: return waiter.admitted(input)
     case .rejected(let retryAfter): return waiter.rejected(LimitExceeded(retryAfter: retryAfter))
     case .queued: break
-    case .queuedWatching(let watch):
-      // Registered outside the lock: on a token cancelled already the handler runs at once.
-      let registration = waiter.waitsOn.onCancel { self.turnAway(watch) }
-      let hasEnded = state.withLock { _ in
-        guard watch.isActive else { return true }
-        watch.registration = registration.idOnToken
-        return false
-      }
-      // Every waiter on it left, or was turned away, meanwhile: nothing left to guard.
-      if hasEnded { registration.remove() }
+    case .queuedWatching(let watch): register(watch, on: waiter.waitsOn)
     }
     if let expiry, case .wait(let most) = queueLimit.kind, let clock {
       // A waiter admitted meanwhile has cancelled `child`: the timer then ends at once.
@@ -361,6 +362,36 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
     // A rate-paced gate needs a refill timer for the new head.
     if clock != nil { drain() }
+  }
+
+  /// Queues `waiter` for `runs` admissions in a row, as one waiter in one place: a limited
+  /// fold's elements, which arrive together. Each admission takes its own slot of weight 1 and
+  /// calls ``AdmissionWaiter/admitted(_:)`` with no input; the waiter stays at the head of its
+  /// lane until its last run is admitted, and its holders leave one by one. Cancelling its
+  /// token turns it away once, for all the runs not yet admitted.
+  ///
+  /// Only for a gate that waits without limit.
+  func enter(_ waiter: Waiter, runs: Int) {
+    precondition(queueLimit.kind == .unbounded && runs >= 1)
+    let watch = state.withLock { state in
+      waiter.place.runs = runs
+      return state.enqueue(waiter)
+    }
+    if let watch { register(watch, on: waiter.waitsOn) }
+    drain()
+  }
+
+  /// Registers the handler that turns away every waiter on `watch`'s token.
+  private func register(_ watch: Watch, on token: CancellationToken) {
+    // Registered outside the lock: on a token cancelled already the handler runs at once.
+    let registration = token.onCancel { self.turnAway(watch) }
+    let hasEnded = state.withLock { _ in
+      guard watch.isActive else { return true }
+      watch.registration = registration.idOnToken
+      return false
+    }
+    // Every waiter on it left, or was turned away, meanwhile: nothing left to guard.
+    if hasEnded { registration.remove() }
   }
 
   /// Admits or rejects a run at once when it can, before the caller builds its waiter: a run
@@ -397,7 +428,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// - Parameter succeeded: Whether the holder's work succeeded, to count it; `nil` to count
   ///   nothing.
   func leave(weight: Int = 1, succeeded: Bool? = nil) {
-    let (drain, idle) = state.withLock { state in
+    var input: AnyValue = ()
+    let (first, idle) = state.withLock { state -> (Step?, [@Sendable () -> Void]) in
       state.used -= weight
       state.holders -= 1
       switch succeeded {
@@ -406,11 +438,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       case nil: break
       }
       let idle = state.takeIdleCallbacks()
-      guard !state.isDraining, state.waitingCount > 0 else { return (false, idle) }
+      // The slot goes to the head waiter in this same locked step.
+      guard !state.isDraining, state.waitingCount > 0 else { return (nil, idle) }
       state.isDraining = true
-      return (true, idle)
+      return (takeStep(&state, input: &input), idle)
     }
-    if drain { admitWaiting() }
+    if let first { admitWaiting(from: first, input: input) }
     for callback in idle { callback() }
   }
 
@@ -441,26 +474,32 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   /// Starts the drain loop unless a thread runs it already.
   private func drain() {
-    let start = state.withLock { state in
-      guard !state.isDraining, state.waitingCount > 0 else { return false }
+    var input: AnyValue = ()
+    let first = state.withLock { state -> Step? in
+      guard !state.isDraining, state.waitingCount > 0 else { return nil }
       state.isDraining = true
-      return true
+      return takeStep(&state, input: &input)
     }
-    if start { admitWaiting() }
+    if let first { admitWaiting(from: first, input: input) }
   }
 
-  /// The drain loop: admits waiters in order while they fit.
-  private func admitWaiting() {
+  /// One step of the drain loop, taken by its runner under the lock: the next waiter to admit,
+  /// with its input moved into `input`, or the loop's end, after which another thread may
+  /// drain.
+  private func takeStep(_ state: inout State, input: inout AnyValue) -> Step {
+    let step = state.nextStep(on: clock, input: &input)
+    guard case .stop(let refillIn) = step else { return step }
+    state.isDraining = false
+    guard let refillIn, !state.isRefillArmed else { return .stop(refillIn: nil) }
+    state.isRefillArmed = true
+    return .stop(refillIn: refillIn)
+  }
+
+  /// The drain loop, from its first step: admits waiters in order while they fit.
+  private func admitWaiting(from first: Step, input firstInput: consuming AnyValue) {
+    var step = first
+    var input = firstInput
     while true {
-      var input: AnyValue = ()
-      let step = state.withLock { state -> Step in
-        let step = state.nextStep(on: clock, input: &input)
-        guard case .stop(let refillIn) = step else { return step }
-        state.isDraining = false
-        guard let refillIn, !state.isRefillArmed else { return .stop(refillIn: nil) }
-        state.isRefillArmed = true
-        return .stop(refillIn: refillIn)
-      }
       switch step {
       case .admit(let waiter, let registration, let expiry):
         registration?.remove()
@@ -474,6 +513,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         }
         return
       }
+      input = ()
+      step = state.withLock { takeStep(&$0, input: &input) }
     }
   }
 
