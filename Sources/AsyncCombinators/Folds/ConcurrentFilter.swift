@@ -33,32 +33,11 @@ extension AsyncFunc where Output == Bool {
     file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], [Input]> {
     checkFoldLimit(limit, of: "concurrentFilter", file: file, line: line)
-    let program = program
-    var arguments: [String] = []
-    if limit != .max { arguments.append("limit: \(limit)") }
-    if acceptableFailure != .zero { arguments.append("acceptableFailure: \(acceptableFailure)") }
-    return AsyncFunc<[Input], [Input]>(
-      label: Label(name: nil, fileID: "\(file)", line: Int(line)),
-      shape: .modified(program, "concurrentFilter(" + arguments.joined(separator: ", ") + ")")
-    ) { elements, token, complete in
-      let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
-      FanOut.run(
-        program, on: elements, limit: limit, allowedFailures: allowed, token: token,
-        progress: progress
-      ) { outcome in
-        switch outcome {
-        case .finished(let verdicts, _):
-          complete(.success(accepted(elements, verdicts)))
-        case .tooManyFailures(let failures):
-          complete(
-            .failure(
-              FanOut<Input>.rateExceeded(
-                failures, count: elements.count, tolerance: acceptableFailure)))
-        case .cancelled:
-          complete(.failure(CancellationError()))
-        }
-      }
-    }
+    return arrayFold(
+      "concurrentFilter", limit: limit, acceptableFailure: acceptableFailure,
+      defaultTolerance: .zero, progress: progress,
+      label: Label(name: nil, fileID: "\(file)", line: Int(line))
+    ) { elements, verdicts, _ in accepted(elements, verdicts) }
   }
 }
 

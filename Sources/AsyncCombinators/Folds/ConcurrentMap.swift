@@ -64,28 +64,51 @@ extension AsyncFunc {
       label: Label(name: nil, fileID: "\(file)", line: Int(line)))
   }
 
-  /// The fold itself, once the caller's limit has been checked: `concurrentFilter` builds on
-  /// it after checking the limit under its own name.
+  /// The map itself, once the caller's limit has been checked: `concurrentForEach` and
+  /// `concurrentCompactMap` build on it after checking the limit under their own names.
   func mapFold(
     limit: Int, acceptableFailure: FailureTolerance,
     progress: (@Sendable (BatchProgress) -> Void)?, label: Label
   ) -> AsyncFunc<[Input], [Output]> {
+    arrayFold(
+      "concurrentMap", limit: limit, acceptableFailure: acceptableFailure,
+      defaultTolerance: .zero, progress: progress, label: label
+    ) { _, values, _ in values.unboxPresent(as: Output.self) }
+  }
+
+  /// Every array fold: runs this function on each element through a `FanOut`, makes the
+  /// fold's output from the elements' values with `output` once all have finished, and fails
+  /// with ``FailureRateExceeded`` past the tolerance or with `CancellationError`.
+  ///
+  /// - Parameters:
+  ///   - name: The fold's name, for its description, which lists the arguments that differ
+  ///     from their defaults.
+  ///   - defaultTolerance: The fold's default `acceptableFailure`, left out of the description.
+  ///   - output: Makes the output from the input, the values (none where an element failed
+  ///     within the tolerance) and those failures.
+  func arrayFold<FoldOutput>(
+    _ name: String, limit: Int, acceptableFailure: FailureTolerance,
+    defaultTolerance: FailureTolerance, progress: (@Sendable (BatchProgress) -> Void)?,
+    label: Label,
+    output: @escaping @Sendable ([Input], FanOutValues, [FanOutFailure]) -> FoldOutput
+  ) -> AsyncFunc<[Input], FoldOutput> {
     let program = program
-    var call = limit == .max ? "concurrentMap(" : "concurrentMap(limit: \(limit)"
-    if acceptableFailure != .zero {
-      call += (limit == .max ? "" : ", ") + "acceptableFailure: \(acceptableFailure)"
+    var arguments: [String] = []
+    if limit != .max { arguments.append("limit: \(limit)") }
+    if acceptableFailure != defaultTolerance {
+      arguments.append("acceptableFailure: \(acceptableFailure)")
     }
-    return AsyncFunc<[Input], [Output]>(
-      label: label, shape: .modified(program, call + ")")
-    ) { elements, token, complete in
+    let call = name + "(" + arguments.joined(separator: ", ") + ")"
+    return AsyncFunc<[Input], FoldOutput>(label: label, shape: .modified(program, call)) {
+      elements, token, complete in
       let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
       FanOut.run(
         program, on: elements, limit: limit, allowedFailures: allowed, token: token,
         progress: progress
       ) { outcome in
         switch outcome {
-        case .finished(let values, _):
-          complete(.success(values.unboxPresent(as: Output.self)))
+        case .finished(let values, let failures):
+          complete(.success(output(elements, values, failures)))
         case .tooManyFailures(let failures):
           complete(
             .failure(

@@ -36,35 +36,11 @@ extension AsyncFunc {
     file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc<[Input], [Result<Output, any Error>]> {
     checkFoldLimit(limit, of: "concurrentMapResults", file: file, line: line)
-    let program = program
-    var arguments: [String] = []
-    if limit != .max { arguments.append("limit: \(limit)") }
-    if acceptableFailure != .unlimited {
-      arguments.append("acceptableFailure: \(acceptableFailure)")
-    }
-    return AsyncFunc<[Input], [Result<Output, any Error>]>(
-      label: Label(name: nil, fileID: "\(file)", line: Int(line)),
-      shape: .modified(
-        program, "concurrentMapResults(" + arguments.joined(separator: ", ") + ")")
-    ) { elements, token, complete in
-      let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
-      FanOut.run(
-        program, on: elements, limit: limit, allowedFailures: allowed, token: token,
-        progress: progress
-      ) { outcome in
-        switch outcome {
-        case .finished(let values, let failures):
-          complete(.success(results(values, failures, as: Output.self)))
-        case .tooManyFailures(let failures):
-          complete(
-            .failure(
-              FanOut<Input>.rateExceeded(
-                failures, count: elements.count, tolerance: acceptableFailure)))
-        case .cancelled:
-          complete(.failure(CancellationError()))
-        }
-      }
-    }
+    return arrayFold(
+      "concurrentMapResults", limit: limit, acceptableFailure: acceptableFailure,
+      defaultTolerance: .unlimited, progress: progress,
+      label: Label(name: nil, fileID: "\(file)", line: Int(line))
+    ) { _, values, failures in results(values, failures, as: Output.self) }
   }
 }
 
