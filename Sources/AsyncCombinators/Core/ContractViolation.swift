@@ -29,7 +29,8 @@ public struct ContractViolation: Error, Sendable, Equatable, CustomStringConvert
     /// An Objective-C style callback passed neither a value nor an error.
     case neitherValueNorError
     /// A batch function given `keys` keys returned `results` results, where `batched` needs
-    /// exactly one per key, in order.
+    /// exactly one per key, in order. The violation names the batch function, and the file and
+    /// line of the `batched` call that was given it.
     case resultCountMismatch(keys: Int, results: Int)
   }
 

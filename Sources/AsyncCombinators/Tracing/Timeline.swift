@@ -242,7 +242,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// cancelled it), one still running with `░`; `×` marks the moment a cancelled stage called
   /// back anyway, a call the run ignored. After the stages, one row per retry or hedge marks
   /// its moment: `↻` a retry about to wait (the row names the failed attempt, then the wait
-  /// and the retry), `⑂` a hedge starting (then the hedged function).
+  /// and the retry), `⑂` a hedge starting (then the hedged function); a last line, the
+  /// legend, then says what each of those marks means.
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -252,7 +253,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// ```
   ///
   /// - Parameter width: The number of columns the time axis spans.
-  /// - Returns: The chart, one line per stage after a header line, without a trailing newline.
+  /// - Returns: The chart, one line per stage after a header line, then the rows of the
+  ///   retries and hedges and their legend, if any; without a trailing newline.
   /// - Complexity: O(*n* × `width`) for *n* spans.
   public func renderGantt(width: Int = 48) -> String {
     let (spans, marks) = state.withLock { ($0.spans, $0.marks) }
@@ -302,13 +304,27 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       }
       lines.append(mark.label.padding(to: nameWidth) + " |" + String(bar) + "| " + note)
     }
+    if !marks.isEmpty { lines.append(Self.legend(of: marks)) }
     return lines.joined(separator: "\n")
+  }
+
+  /// What the marks drawn mean, each kind drawn named once.
+  private static func legend(of marks: [Mark]) -> String {
+    var entries: [String] = []
+    if marks.contains(where: { if case .retry = $0.kind { true } else { false } }) {
+      entries.append("↻ a retry about to wait")
+    }
+    if marks.contains(where: { if case .hedge = $0.kind { true } else { false } }) {
+      entries.append("⑂ a hedge started")
+    }
+    return "legend: " + entries.joined(separator: ", ")
   }
 
   /// Writes the timeline as a Mermaid `gantt` diagram, for Markdown that renders Mermaid.
   ///
   /// Times are milliseconds from the first start; failed stages are marked `crit`, cancelled
-  /// ones `done`, stages still running `active`.
+  /// ones `done`, stages still running `active`. Retries and hedges follow as milestones, in a
+  /// section of their own.
   ///
   /// ```swift
   /// print(timeline.renderMermaid(title: "processImageData"))
@@ -323,7 +339,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// - Parameter title: The diagram's title, or `nil` for none.
   /// - Returns: The diagram's source.
   public func renderMermaid(title: String? = nil) -> String {
-    let spans = self.spans
+    let (spans, marks) = state.withLock { ($0.spans, $0.marks) }
     let scale = Scale(spans)
     var lines = ["gantt"]
     if let title { lines.append("  title " + Timeline.mermaidSafe(title)) }
@@ -337,12 +353,18 @@ public final class Timeline: RunObserver, CustomStringConvertible {
         ? "active, " : span.isFailed ? "crit, " : span.isCancelled ? "done, " : ""
       lines.append("  \(Timeline.mermaidSafe(span.name)) : \(tag)\(start), \(max(end, start + 1))")
     }
+    if !marks.isEmpty { lines.append("  section retries and hedges") }
+    for mark in marks {
+      let time = Scale.wholeMilliseconds(max(mark.time - scale.first, .zero))
+      lines.append("  \(Timeline.mermaidSafe(mark.label)) : milestone, \(time), \(time)")
+    }
     return lines.joined(separator: "\n")
   }
 
   /// Draws the timeline as a standalone SVG image: one labelled bar per stage.
   ///
-  /// Failed stages are red, stages still running grey.
+  /// Failed stages are red, stages still running grey. Retries and hedges follow, one row
+  /// each with its mark at its moment, and the legend under them.
   ///
   /// ```swift
   /// try timeline.renderSVG().write(toFile: "timeline.svg", atomically: true, encoding: .utf8)
@@ -351,11 +373,11 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// - Parameter width: The width of the time axis, in pixels.
   /// - Returns: The SVG document.
   public func renderSVG(width: Int = 480) -> String {
-    let spans = self.spans
+    let (spans, marks) = state.withLock { ($0.spans, $0.marks) }
     let scale = Scale(spans)
-    let labelWidth = 8 * (spans.map(\.name.count).max() ?? 0) + 16
+    let labelWidth = 8 * ((spans.map(\.name.count) + marks.map(\.label.count)).max() ?? 0) + 16
     let rowHeight = 22
-    let height = rowHeight * (spans.count + 1)
+    let height = rowHeight * (spans.count + marks.count + (marks.isEmpty ? 1 : 2))
     var svg = [
       #"<svg xmlns="http://www.w3.org/2000/svg" width="\#(labelWidth + width + 80)" "#
         + #"height="\#(height)" font-family="monospace" font-size="12">"#
@@ -374,6 +396,19 @@ public final class Timeline: RunObserver, CustomStringConvertible {
         #"  <rect x="\#(x)" y="\#(y)" width="\#(max(right - x, 2))" height="16" "#
           + #"fill="\#(color)"><title>\#(Timeline.xmlEscaped(span.startedOn))</title></rect>"#)
       svg.append(#"  <text x="\#(max(right, x + 2) + 4)" y="\#(y + 13)">\#(duration)</text>"#)
+    }
+    for (row, mark) in marks.enumerated() {
+      let y = (spans.count + row) * rowHeight + 4
+      let x = labelWidth + (mark.time < scale.first ? 0 : scale.column(mark.time, width))
+      let glyph = mark.label.prefix(1)
+      svg.append(#"  <text x="4" y="\#(y + 13)">\#(Timeline.xmlEscaped(mark.label))</text>"#)
+      svg.append(
+        #"  <text x="\#(x)" y="\#(y + 13)"><title>\#(Timeline.xmlEscaped(mark.stage))</title>"#
+          + #"\#(glyph)</text>"#)
+    }
+    if !marks.isEmpty {
+      let y = (spans.count + marks.count) * rowHeight + 4
+      svg.append(#"  <text x="4" y="\#(y + 13)">\#(Self.legend(of: marks))</text>"#)
     }
     let axis = "0 – \(Scale.milliseconds(scale.total)) ms"
     svg.append(#"  <text x="\#(labelWidth)" y="\#(height - 6)">\#(axis)</text>"#)

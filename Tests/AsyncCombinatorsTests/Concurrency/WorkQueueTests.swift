@@ -141,6 +141,24 @@ import Testing
     await queue.drained()
   }
 
+  @Test func progress_counts_jobs_in_flight_and_waiting_as_they_move() async {
+    let parking = Parking<Int, Int>()
+    let queue = WorkQueue(limit: 2)
+    let job = parking.function.queued(on: queue)
+    for input in 0..<3 { job.run(input) { _ in } }
+    await parking.waitForStarts(2)
+    #expect(queue.progress == BatchProgress(completed: 0, failed: 0, inFlight: 2, total: 3))
+    let first = parking.takeAll()
+    first[0].complete(.failure(TestError()))
+    await parking.waitForStarts(3)
+    #expect(queue.progress == BatchProgress(completed: 0, failed: 1, inFlight: 2, total: 3))
+    first[1].complete(.success(1))
+    #expect(queue.progress == BatchProgress(completed: 1, failed: 1, inFlight: 1, total: 3))
+    parking.takeAll()[0].complete(.success(2))
+    await queue.drained()
+    #expect(queue.progress == BatchProgress(completed: 2, failed: 1, inFlight: 0, total: 3))
+  }
+
   @Test func a_failure_is_the_jobs_own_and_the_queue_goes_on() async throws {
     let queue = WorkQueue(limit: 1)
     let failing = queue.submit { () throws -> Int in throw TestError() }

@@ -215,20 +215,36 @@ import Testing
       ])
     #expect(timeline.marks.allSatisfy { $0.stage == stage })
     let rows = timeline.renderGantt(width: 10).split(separator: "\n")
-    #expect(rows.count == 1 + 3 + 2)
+    #expect(rows.count == 1 + 3 + 2 + 1)
     #expect(rows[4].hasPrefix("↻ after attempt 1 |"))
     #expect(rows[4].hasSuffix("| wait 1000.0 ms  \(stage)"))
     #expect(rows[5].hasPrefix("↻ after attempt 2 |"))
+    #expect(rows[6] == "legend: ↻ a retry about to wait")
+    // The timeline keeps its own time, not the test clock's: each milestone starts and ends
+    // at its moment, whatever that is.
+    let mermaid = timeline.renderMermaid().split(separator: "\n")
+    #expect(mermaid.suffix(3).first == "  section retries and hedges")
+    for (line, attempt) in zip(mermaid.suffix(2), 1...) {
+      let (name, times) = (line.split(separator: " : ")[0], line.split(separator: " : ")[1])
+      #expect(name == "  ↻ after attempt \(attempt)")
+      let moments = times.split(separator: ", ")
+      #expect(moments.count == 3 && moments[0] == "milestone" && moments[1] == moments[2])
+    }
+    let svg = timeline.renderSVG()
+    #expect(svg.contains(">↻ after attempt 2</text>"))
+    #expect(svg.contains(">legend: ↻ a retry about to wait</text>"))
 
     let parking = Parking<Int, Int>()
     let hedgeLine = Timeline()
     parking.function.hedged(after: .seconds(1), clock: clock).run(1, observer: hedgeLine) { _ in }
     clock.advance(by: .seconds(1))
     #expect(hedgeLine.marks.map(\.kind) == [.hedge(1)])
-    let hedgeRow = hedgeLine.renderGantt(width: 10).split(separator: "\n").last!
+    let hedgeRows = hedgeLine.renderGantt(width: 10).split(separator: "\n")
+    let hedgeRow = hedgeRows[hedgeRows.count - 2]
     #expect(
       hedgeRow.hasPrefix("⑂ hedge 1 |") && hedgeRow.hasSuffix("| parked.hedged(after: 1.0 seconds)")
     )
+    #expect(hedgeRows.last == "legend: ⑂ a hedge started")
     for parked in parking.takeAll() { parked.complete(.success(1)) }
   }
 }

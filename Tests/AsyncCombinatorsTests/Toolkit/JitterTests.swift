@@ -63,6 +63,30 @@ import Testing
     #expect(waits(.equal) != waits(.equal))
   }
 
+  /// The waits of two runs of one `retry(5, delay: 1s, backoff: 2, jitter:)` that keeps
+  /// failing: runs of one function that fail together.
+  private func waitsOfTwoRuns(_ jitter: Jitter) -> ([Duration], [Duration]) {
+    let clock = TestClock()
+    let retried = TimedFlaky(clock: clock).function.retry(
+      5, delay: .seconds(1), backoff: 2, jitter: jitter, clock: clock)
+    let (first, second) = (RetryWatch(), RetryWatch())
+    let ended = Tally()
+    retried.run("a", observer: first) { _ in ended.add() }
+    retried.run("b", observer: second) { _ in ended.add() }
+    while ended.value < 2, let next = clock.nextDeadline { clock.advance(to: next) }
+    return (first.durations, second.durations)
+  }
+
+  @Test func two_runs_of_one_retry_draw_their_own_waits() {
+    for jitter in [Jitter.full, .equal, .decorrelated, .full.seeded(42)] {
+      let (first, second) = waitsOfTwoRuns(jitter)
+      #expect(first.count == 5 && second.count == 5)
+      #expect(first != second, "\(jitter): the runs retried in step")
+    }
+    // Seeded, the pair replays: the second run takes the numbers after the first's.
+    #expect(waitsOfTwoRuns(.full.seeded(42)) == waitsOfTwoRuns(.full.seeded(42)))
+  }
+
   @Test func a_jitter_reads_as_written() {
     #expect("\(Jitter.none)" == ".none")
     #expect("\(Jitter.full)" == ".full")

@@ -107,6 +107,41 @@ import Testing
     #expect(users.value(for: 1) == "user1")
   }
 
+  @Test func the_call_is_cancelled_only_when_every_joined_run_is() async {
+    let parking = Parking<Int, String>()
+    let users = ResultCache<Int, String>()
+    let user = parking.function.memoized(in: users)
+    let tokens = (0..<3).map { _ in user.run(1) { _ in } }
+    await parking.waitForStarts(1)
+    let call = parking.takeAll()[0]
+    tokens[0].cancel()
+    tokens[1].cancel()
+    #expect(call.token.isCancelled == false)
+    tokens[2].cancel()
+    #expect(call.token.isCancelled == true)
+    call.complete(.success("user1"))
+    #expect(users.value(for: 1) == nil)  // A cancelled call's result is not kept.
+  }
+
+  @Test func a_run_after_the_call_was_cancelled_waits_for_it_and_never_overlaps_it() async {
+    let parking = Parking<Int, String>()
+    let users = ResultCache<Int, String>()
+    let user = parking.function.memoized(in: users)
+    user.run(1) { _ in }.cancel()
+    await parking.waitForStarts(1)
+    let cancelled = parking.takeAll()[0]
+    let (results, finished) = startRuns(user, 1, count: 2)
+    #expect(parking.started == 1)  // Waiting for the cancelled call, not beside it.
+    cancelled.complete(.failure(CancellationError()))
+    await parking.waitForStarts(2)
+    let fresh = parking.takeAll()
+    #expect(fresh.count == 1)
+    fresh[0].complete(.success("user1"))
+    await finished.wait()
+    #expect(results.all.map { try? $0.get() } == ["user1", "user1"])
+    #expect(users.value(for: 1) == "user1")
+  }
+
   @Test func an_entry_expires_at_its_lifetime_exactly_on_the_caches_clock() async throws {
     let clock = TestClock()
     let calls = Tally()

@@ -47,6 +47,26 @@ private final class Starts: Sendable {
     #expect(clock.pendingCount == 0)
   }
 
+  @Test func a_cancelled_heavy_head_lets_the_light_run_behind_it_start_at_its_own_refill() {
+    let clock = TestClock()
+    let starts = Starts(clock)
+    let limiter = Limiter(rate: .tokenBucket(1, per: .seconds(1), burst: 5), clock: clock)
+    let call = starts.function.limited(by: limiter)
+    for input in 0..<5 { call.run(input, completion: starts.completion) }  // The burst.
+    let heavy = starts.function.limited(by: limiter, weight: 5).run(5) { _ in }
+    call.run(6, completion: starts.completion)
+    #expect(starts.count == 5)
+    heavy.cancel()  // The refill armed for five permits is no longer what the head needs.
+    clock.advance(by: .seconds(1) - .nanoseconds(1))
+    #expect(starts.count == 5)
+    clock.advance(by: .nanoseconds(1))
+    #expect(starts.all.last == .seconds(1))
+    #expect(starts.count == 6)
+    clock.advance(by: .seconds(5))  // The earlier timer fires on an empty queue: harmless.
+    #expect(starts.count == 6)
+    #expect(clock.pendingCount == 0)
+  }
+
   @Test func with_no_queue_the_rest_are_rejected_at_once_with_the_refill_time() {
     let clock = TestClock()
     let starts = Starts(clock)

@@ -278,10 +278,13 @@ final class RetryWatch: RunObserver {
   }
 
   let waits = Locked<[Wait]>([])
+  /// The error each wait follows, as described.
+  let errors = Locked<[String]>([])
   func stageStarted(_ stage: StageRecord) {}
   func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
   func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error) {
     waits.withLock { $0.append(Wait(stage: stage, attempt: attempt, wait: wait)) }
+    errors.withLock { $0.append("\(error)") }
   }
   var durations: [Duration] { waits.withLock { $0.map(\.wait) } }
 }
@@ -468,6 +471,7 @@ final class TimedFlaky: Sendable {
         RetryWatch.Wait(stage: stage, attempt: 1, wait: .seconds(1)),
         RetryWatch.Wait(stage: stage, attempt: 2, wait: .seconds(3)),
       ])
+    #expect(watch.errors.withLock { $0 } == ["\(TestError(1))", "\(TestError(2))"])
   }
 
   @Test func the_description_reads_as_the_call() {

@@ -303,8 +303,9 @@ private final class ReportedStage: StageSink {
 
 @Suite struct SharedStressTests {
   /// Many threads join, cancel and forget on a few keys while the calls end on other threads:
-  /// every run completes exactly once, with its key's value or `CancellationError`, and no two
-  /// calls of one key ever overlap unless the key was forgotten.
+  /// every run completes exactly once, with its key's value or `CancellationError`, and the
+  /// cache stays within its capacity. (A forgotten key may have two calls at once, so overlap
+  /// is checked by the next test, without forgetting.)
   @Test(.timeLimit(.minutes(1)))
   func joins_cancellations_and_forgets_racing_from_many_threads() async {
     let keys = 6
@@ -344,24 +345,35 @@ private final class ReportedStage: StageSink {
   func calls_of_one_key_never_overlap_however_runs_join_and_cancel() async {
     let keys = 4
     let runs = 2_000
-    let inFlight = (0..<keys).map { _ in InFlight() }
     let queue = testQueue("shared-overlap")
-    let body = AsyncFunc<Int, Int>(name: "body") { key, complete in
-      inFlight[key].enter()
-      bounce(1 + key % 2, on: queue) {
-        inFlight[key].leave()
-        complete(.success(key))
+    /// A body that counts its calls of each key in flight.
+    func counted(_ inFlight: [InFlight]) -> AsyncFunc<Int, Int> {
+      AsyncFunc<Int, Int>(name: "body") { key, complete in
+        inFlight[key].enter()
+        bounce(1 + key % 2, on: queue) {
+          inFlight[key].leave()
+          complete(.success(key))
+        }
       }
     }
-    let shared = body.shared()
-    let finished = Countdown(runs)
+    let sharedInFlight = (0..<keys).map { _ in InFlight() }
+    let memoizedInFlight = (0..<keys).map { _ in InFlight() }
+    let shared = counted(sharedInFlight).shared()
+    // Every second run is cancelled, so many calls end cancelled and are not kept.
+    let memoized = counted(memoizedInFlight).memoized(in: ResultCache<Int, Int>())
+    let finished = Countdown(2 * runs)
     blockingLane("shared-overlap").async {
       DispatchQueue.concurrentPerform(iterations: runs) { index in
         let token = shared.run(index % keys) { _ in finished.tick() }
-        if index % 2 == 0 { token.cancel() }
+        let other = memoized.run(index % keys) { _ in finished.tick() }
+        if index % 2 == 0 {
+          token.cancel()
+          other.cancel()
+        }
       }
     }
     await finished.wait()
-    #expect(inFlight.map(\.peak).allSatisfy { $0 <= 1 })
+    #expect(sharedInFlight.map(\.peak).allSatisfy { $0 <= 1 })
+    #expect(memoizedInFlight.map(\.peak).allSatisfy { $0 <= 1 })
   }
 }

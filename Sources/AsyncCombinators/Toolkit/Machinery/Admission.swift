@@ -119,8 +119,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// carried in the step, so that the step is copied out of the lock without the existential.
   private enum Step {
     case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
-    /// Nothing more fits now; a rate budget refills enough for the head after this long.
-    case stop(refillIn: Duration?)
+    /// Nothing more fits now; a rate budget refills enough for the head after `refillIn`, at
+    /// `due` on the gate's clock.
+    case stop(refillIn: Duration?, due: Duration = .zero)
   }
 
   private struct State {
@@ -138,8 +139,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var lanes: [Lane] = []
     var waitingCount = 0
     var isDraining = false
-    /// A timer is armed to drain again once the rate budget has refilled.
-    var isRefillArmed = false
+    /// When, on the gate's clock, the refill timer armed last fires, to drain again once the
+    /// rate budget has refilled; `nil` when none is armed. A head that needs less than the one
+    /// the timer was armed for (the earlier head left) arms an earlier one.
+    var refillDue: Duration?
     /// A watch per token that waiters in the queue wait on, by the token's identity: no other
     /// token can take that identity while the watch lives, since its waiters hold the token.
     var watches: [ObjectIdentifier: Watch] = [:]
@@ -259,7 +262,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       if rate != nil {
         let time = clock?.elapsed() ?? .zero
         guard rate!.take(weight, at: time) else {
-          return .stop(refillIn: rate!.wait(for: weight, at: time))
+          let refillIn = rate!.wait(for: weight, at: time)
+          return .stop(refillIn: refillIn, due: time + refillIn)
         }
       }
       used += weight
@@ -488,11 +492,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// drain.
   private func takeStep(_ state: inout State, input: inout AnyValue) -> Step {
     let step = state.nextStep(on: clock, input: &input)
-    guard case .stop(let refillIn) = step else { return step }
+    guard case .stop(let refillIn, let due) = step else { return step }
     state.isDraining = false
-    guard let refillIn, !state.isRefillArmed else { return .stop(refillIn: nil) }
-    state.isRefillArmed = true
-    return .stop(refillIn: refillIn)
+    guard refillIn != nil else { return step }
+    if let armed = state.refillDue, armed <= due { return .stop(refillIn: nil) }
+    state.refillDue = due
+    return step
   }
 
   /// The drain loop, from its first step: admits waiters in order while they fit.
@@ -505,10 +510,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         registration?.remove()
         expiry?.cancel()
         waiter.admitted(input)
-      case .stop(let refillIn):
+      case .stop(let refillIn, let due):
         guard let refillIn, let clock else { return }
         clock.timers.after(refillIn, timerToken) { _ in
-          self.state.withLock { $0.isRefillArmed = false }
+          self.state.withLock { if $0.refillDue == due { $0.refillDue = nil } }
           self.drain()
         }
         return
