@@ -28,7 +28,7 @@ private struct Bar {
 private let modifierOverheadBars: [Bar] = [
   ("on(queue)", 1.5), ("recover", 1.5), ("finally", 1.5), ("retry(2)", 1.5), ("settled", 1.5),
   ("timeout(30 s)", 2.0), ("limit(8)", 2.0), ("retry(2) jittered", 1.5),
-  ("guarded closed", 1.5), ("hedged primary wins", 2.0),
+  ("guarded closed", 1.5), ("hedged primary wins", 2.0), ("race([f])", 2.0),
 ].map { name, limit in
   Bar(what: "\(name) against the plain map", key: "overhead \(name)", limit: limit, unit: "x")
 }

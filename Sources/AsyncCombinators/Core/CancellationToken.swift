@@ -352,8 +352,8 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     /// The entry's id (see `Entry`), or `.max` for the link of a child made by `makeChild()`.
     fileprivate let id: UInt64
 
-    /// The registration without its token, for an owner that knows the token and keeps 8
-    /// bytes instead of 16; `nil` for a handler that ran at once.
+    /// The registration without its token, for an owner that knows the token and keeps only
+    /// the id; `nil` for a handler that ran at once.
     var idOnToken: UInt64? { token == nil ? nil : id }
 
     /// The registration `id` (an ``idOnToken``) names on `token`.

@@ -3,10 +3,9 @@
 //
 // `sync` alone has two overloads. The preferred one, without a name, builds its body with
 // `SyncBodyBuilder`, which only makes the compiler type-check a one-expression body on its
-// own instead of together with the whole expression around it: eight inline
-// `.sync { $0 + 1 }` lifts joined by `<>` and `+>` went from "unable to type-check" to a few
-// milliseconds (<doc:Performance>). The plain overload, marked disfavored, takes a `name:`
-// and whatever the builder cannot build.
+// own instead of together with the whole expression around it, so inline `.sync { $0 + 1 }`
+// lifts joined by `<>` and `+>` stay within the type-check budget (<doc:Performance>). The
+// plain overload, marked disfavored, takes a `name:` and whatever the builder cannot build.
 
 extension AsyncFunc {
   /// Lifts a synchronous function, unnamed: it runs on the thread that reaches it, and a throw

@@ -4,12 +4,13 @@ import Dispatch
 //
 // A head takes a body that returns a value (`firstly { 7 }`) or a promise (the article's
 // `firstly { when(a, b) }`, which runs the `when` and goes on with its value). Two plain
-// overloads on the body's result type made every chain around them slow to type-check: the
-// solver tried both at each head, together with every one-line block of the chain. So the
+// overloads on the body's result type would make every chain around them slow to
+// type-check: the solver would try both at each head, together with every one-line block of
+// the chain. So the
 // preferred overload builds its body with `PromiseHeadBuilder`, whose body the compiler
 // type-checks on its own, before the chain; the plain overload, marked disfavored, takes
 // what the builder cannot: bodies with `return`, or an explicit `() -> T in` signature.
-// <doc:Performance> has the measurements of every shape tried.
+// <doc:Performance> says how the type-check budget is kept.
 
 /// Builds the body of `firstly` and of the two-body `when` into a promise.
 ///

@@ -22,7 +22,7 @@ extension AsyncFunc {
   @inlinable
   public func settled() -> AsyncFunc<Input, Result<Output, any Error>> {
     // Inlinable, so that the settlement and the `Result` it boxes are built with `Output`
-    // known: run generic, each run asked the runtime for their metadata.
+    // known: run generic, each run would ask the runtime for their metadata.
     let inner = program
     return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
       input, token, report in

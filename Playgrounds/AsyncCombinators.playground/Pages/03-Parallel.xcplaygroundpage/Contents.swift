@@ -66,7 +66,7 @@ example("a failing branch cancels its sibling") {
   // prints both bars ending at 5 ms: ▓ marks the failed stage, ▒ the cancelled one
 }
 /*:
- ## Why the join needs a lock
+ ## Why the join needs one step to store and check
 
  The first `<>` one writes by hand keeps a flag and a result per side, and has each callback
  check whether both are in:
@@ -103,9 +103,12 @@ example("the unguarded join completes twice") {
   // prints completed 2 times
 }
 /*:
- The fix makes "store my value and see whether I am the last" one step, under a lock. Exactly
- one caller sees both values in, however the callbacks interleave. `<>` does this (and also
- cancels the other side on failure). Here it is on a real concurrent queue, a thousand times:
+ The fix makes "store my value and see whether I am the last" one step. The plainest way is
+ a lock, below: exactly one caller sees both values in, however the callbacks interleave.
+ `<>` does the same without a lock: each side stores its value in its own slot, then counts
+ down the sides still out with one atomic operation, and the side that reaches zero completes
+ (it also cancels the other side on failure). Here is the locked join on a real concurrent
+ queue, a thousand times:
  */
 final class LockedJoin: Sendable {
   private struct State {

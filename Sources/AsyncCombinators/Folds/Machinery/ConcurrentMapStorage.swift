@@ -43,8 +43,8 @@ final class ConcurrentMapStorage: SlotJoin {
   // MARK: The consumer
 
   // The consumer's loop itself is the iterator's `next()`, inlined into the caller so that
-  // the source's `next()` is called with its type known: run unspecialized, the generic
-  // pull cost the runtime metadata lookups and value-witness calls of a whole element.
+  // the source's `next()` is called with its type known: run unspecialized, every pull would
+  // go through runtime metadata lookups and value-witness calls.
 
   /// The consumer's next step: pull, hand out an output or the end, or wait.
   @usableFromInline

@@ -49,7 +49,7 @@ final class FanOutValues: @unchecked Sendable {
   ///
   /// A loop over pointers rather than `compactMap`: a fold is generic over its element type and
   /// runs unspecialized, and there `compactMap` asks the runtime for the result's type metadata
-  /// once per element, which cost more than the rest of the fold's work for that element.
+  /// once per element.
   func unboxPresent<Value>(as _: Value.Type = Value.self) -> [Value] {
     var present = 0
     for index in 0..<count where isPresent(index) { present += 1 }

@@ -6,9 +6,9 @@
 /// operation is O(1).
 ///
 /// Raw memory rather than an array of an enum with an existential payload: the stream runs
-/// unspecialized, and there every copy, assignment and destruction of such an enum went
-/// through the runtime's value witnesses, several calls an element. A slot is a mark and, when
-/// the mark says so, a value moved in and out.
+/// unspecialized, where every copy, assignment and destruction of such an enum goes through
+/// the runtime's value witnesses. A slot is a mark and, when the mark says so, a value moved
+/// in and out.
 ///
 /// A class so that it can free what it holds; `@unchecked Sendable` because it is only ever
 /// used as part of the stream's state machine, behind the storage's lock.

@@ -11,22 +11,17 @@ extension Program {
   func start(_ input: AnyValue, token: CancellationToken, sink: some StageSink, branch: Int = 0) {
     switch self {
     case .callback(let stage):
-      // Counted before the check, as `Run` does.
-      let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
-      if token.isCancelled {
-        counted?.leave()
+      guard let start = token.beginStage() else {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
       let completion = StageCompletion(
-        sink: sink, branch: branch, stage: stage, token: token, counted: counted)
+        sink: sink, branch: branch, stage: stage, token: token, counted: start.counted)
       stage.body(input, token, completion)
     case .modifier(let stage):
-      let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
-      if token.isCancelled {
-        counted?.leave()
+      guard let start = token.beginStage() else {
         return sink.stageFailed(CancellationError(), branch: branch)
       }
-      stage.body(input, token, StageReport(sink: sink, branch: branch, counted: counted))
+      stage.body(input, token, StageReport(sink: sink, branch: branch, counted: start.counted))
     case .direct, .serial, .sequence:
       start(input, token: token, report: StageReport(sink: sink, branch: branch, counted: nil))
     }
@@ -48,20 +43,54 @@ extension Program {
       stage.body(input, token, report)
     case .direct(let stage):
       if token.isCancelled { return report.fail(CancellationError()) }
-      var event: StageEvent?
-      if let observer = token.observer { event = StageEvent.begin(stage.shape, observer) }
       let value: AnyValue
       do {
-        value = try stage.body(input)
+        value = try stage.call(input, observedBy: token.observer)
       } catch {
-        event?.end(StageOutcome(error))
         return report.fail(error)
       }
-      event?.end(.succeeded)
       report.succeed(value)
     case .serial, .sequence:
       Run(token: token, ownsCancellation: false) { result in report.complete(result) }
         .start(self, input)
+    }
+  }
+}
+
+/// A stage allowed to start: the count of bodies in flight it joined, if its token has one.
+struct StageStart {
+  let counted: InFlightWork?
+}
+
+extension CancellationToken {
+  /// Lets a callback or modifier stage start on this token, unless it is cancelled.
+  ///
+  /// The stage joins the token's count of bodies in flight first, then checks: so a limit
+  /// that sees no body in flight and gives its slot back is ordered before the check, which
+  /// then sees the cancellation that ended it. A stage that must not start leaves the count
+  /// again.
+  ///
+  /// - Returns: The stage's start, or `nil` when it must fail with `CancellationError`.
+  func beginStage() -> StageStart? {
+    let counted = inFlight.flatMap { $0.enter() ? $0 : nil }
+    guard isCancelled else { return StageStart(counted: counted) }
+    counted?.leave()
+    return nil
+  }
+}
+
+extension DirectStage {
+  /// Calls the body on `input`, telling `observer`, if any, when it starts and how it ends.
+  func call(_ input: AnyValue, observedBy observer: (any RunObserver)?) throws -> AnyValue {
+    guard let observer else { return try body(input) }
+    let event = StageEvent.begin(shape, observer)
+    do {
+      let value = try body(input)
+      event?.end(.succeeded)
+      return value
+    } catch {
+      event?.end(StageOutcome(error))
+      throw error
     }
   }
 }

@@ -139,8 +139,8 @@ final class Run: StageSink, @unchecked Sendable {
   /// property, so the hot loop pays no exclusivity checks; it is parked on suspension.
   ///
   /// `start` is consumed: a borrowed position would leave the caller's reference to its stack
-  /// alive, and the loop's first pop would then copy the whole stack, once per resumption (a
-  /// 1,000-link promise chain paid for 1,000 frames at each link).
+  /// alive, and the loop's first pop would then copy the whole stack, once per resumption: a
+  /// long chain would cost time quadratic in its length.
   private func drive(_ first: Program, _ input: AnyValue, from start: consuming Position) {
     var position = consume start
     var node = first
@@ -162,30 +162,20 @@ final class Run: StageSink, @unchecked Sendable {
         }
       case .direct(let stage):
         if token.isCancelled { return finish(.failure(CancellationError())) }
-        var event: StageEvent?
-        if let observer = token.observer { event = StageEvent.begin(stage.shape, observer) }
         do {
-          value = try stage.body(value)
-          event?.end(.succeeded)
+          value = try stage.call(value, observedBy: token.observer)
         } catch {
-          event?.end(StageOutcome(error))
           return finish(.failure(error))
         }
       case .callback(let stage):
-        // Counted before the check, so a limit that sees no body in flight and gives its slot
-        // back is ordered before this check, which then sees the cancellation that ended it.
-        let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
-        if token.isCancelled {
-          counted?.leave()
-          return finish(.failure(CancellationError()))
-        }
+        guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
         var completion: StageCompletion
         if let recycled = spare.take() {
-          recycled.recycle(for: stage, token: token, counted: counted)
+          recycled.recycle(for: stage, token: token, counted: start.counted)
           completion = recycled
         } else {
           completion = StageCompletion(
-            sink: self, branch: 0, stage: stage, token: token, counted: counted)
+            sink: self, branch: 0, stage: stage, token: token, counted: start.counted)
         }
         guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
         else { return }  // The completion, whenever it comes, resumes the loop.
@@ -196,12 +186,8 @@ final class Run: StageSink, @unchecked Sendable {
         }
         value = slot.move()
       case .modifier(let stage):
-        let counted = token.inFlight.flatMap { $0.enter() ? $0 : nil }
-        if token.isCancelled {
-          counted?.leave()
-          return finish(.failure(CancellationError()))
-        }
-        let report = StageReport(sink: self, branch: 0, counted: counted)
+        guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
+        let report = StageReport(sink: self, branch: 0, counted: start.counted)
         guard let outcome = call(parking: &position, { stage.body(value, token, report) })
         else { return }
         guard outcome == Phase.succeededInline else {

@@ -5,8 +5,9 @@ import Synchronization
 /// The branches share a child token: the first failure (or the parent's cancellation) wins the
 /// `isDone` flag, cancels every branch, and completes the stage; whatever the branches deliver
 /// afterwards is ignored. Because the join reacts to cancellation itself, the branch runs need
-/// no cancellation registration of their own. A branch that is a single callback stage (the
-/// common case) is started directly, without a `Run` around it.
+/// no cancellation registration of their own. Each branch starts through `Program.start`, as a
+/// modifier starts the function it wraps: a single stage directly, anything larger in a
+/// nested `Run`.
 ///
 /// The join takes no lock: each branch writes only its own slot, then counts down with a
 /// releasing decrement; the branch that reaches zero has acquired every other branch's write.
@@ -94,17 +95,7 @@ final class ForkJoin: StageSink, @unchecked Sendable {
     join.onBranchesCancelled = branches.onCancel { join.fail(CancellationError()) }
     for (index, program) in programs.enumerated() {
       if branches.isCancelled { break }  // A branch failed already: start no more.
-      switch program {
-      case .callback, .modifier:
-        program.start(input, token: branches, sink: join, branch: index)
-      default:
-        Run(token: branches, ownsCancellation: false) { result in
-          switch result {
-          case .success(let value): join.stageSucceeded(value, branch: index)
-          case .failure(let error): join.stageFailed(error, branch: index)
-          }
-        }.start(program, input)
-      }
+      program.start(input, token: branches, sink: join, branch: index)
     }
   }
 
