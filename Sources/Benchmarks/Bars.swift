@@ -105,6 +105,10 @@ private let bars: [Bar] =
       "batched load against a map element", "10000 loads, 100 keys, batches of 10",
       "f.concurrentMap()"
     ),
+    (
+      "batched + memoized load against a map element", "the same through memoized(in:)",
+      "f.concurrentMap()"
+    ),
   ].map { what, row, baseline in
     Bar(what: what, key: barKey(row, against: baseline), limit: 2.0, unit: "x")
   }

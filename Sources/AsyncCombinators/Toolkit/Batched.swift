@@ -4,8 +4,9 @@ extension AsyncFunc where Input: Hashable {
   /// Collects the runs made while a batch is open into one call of `load`: DataLoader.
   ///
   /// Each run loads one key. The first run opens a batch and sends a block to `queue`; the
-  /// batch closes when that block runs, or as soon as it holds `maxBatchSize` keys (the next
-  /// run then opens another). A closed batch calls `load` once with its keys, in the order
+  /// batch closes when that block runs, or when it holds `maxBatchSize` keys and a run asks
+  /// for another key (that run opens the next batch). Until then a full batch still takes
+  /// runs of the keys it holds. A closed batch calls `load` once with its keys, in the order
   /// they were first asked for, each key once however many runs asked for it; every run gets
   /// the output at its key's position. `load` must return exactly one output per key, in
   /// order: any other count fails every run of the batch with ``ContractViolation`` naming
@@ -43,8 +44,9 @@ extension AsyncFunc where Input: Hashable {
   ///     range.
   ///   - line: The caller's line, named likewise.
   /// - Returns: A function that loads one key.
-  /// - Complexity: O(1) amortized per run, plus one cancellation registration on its token,
-  ///   and O(*k*) per batch of *k* keys.
+  /// - Complexity: O(1) amortized per run, plus one cancellation registration per batch on
+  ///   each token its runs wait on (the loads of one fold share one), and O(*k*) per batch of
+  ///   *k* keys.
   public static func batched(
     _ load: AsyncFunc<[Input], [Output]>, maxBatchSize: Int = .max,
     on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
@@ -127,18 +129,20 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
   }
 
   private func run(_ key: Key, token: CancellationToken, complete: @escaping Completion) {
-    let (batch, id, opened, closed) = open.withLock { open in
+    let (batch, watches, opened, full) = open.withLock {
+      open -> (Batch<Key, Value>, Bool, Bool, (batch: Batch<Key, Value>, keys: [Key])?) in
+      // A full batch still takes the keys it holds; a new key closes it and opens the next.
+      var full: (batch: Batch<Key, Value>, keys: [Key])?
+      if let current = open, !current.hasRoom(for: key, atMost: maxBatchSize) {
+        full = (current, current.close())
+        open = nil
+      }
       let opened = open == nil
       let batch = open ?? Batch()
-      let id = batch.add(key, complete)
-      guard batch.liveKeys >= maxBatchSize else {
-        open = batch
-        return (batch, id, opened, [Key]?.none)
-      }
-      open = nil
-      return (batch, id, opened, batch.close())
+      open = batch
+      return (batch, batch.add(key, complete, waitingOn: token), opened, full)
     }
-    if opened && closed == nil {
+    if opened {
       queue.async {
         let keys = self.open.withLock { open -> [Key]? in
           guard open === batch else { return nil }  // Closed full already.
@@ -148,14 +152,15 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
         if let keys { self.send(batch, keys) }
       }
     }
-    watch(token, batch, id)
-    if let closed { send(batch, closed) }
+    if watches { watch(token, batch) }
+    if let full { send(full.batch, full.keys) }
   }
 
-  private func watch(_ token: CancellationToken, _ batch: Batch<Key, Value>, _ id: Int) {
+  /// Registers the one handler on `token` that takes every run of `batch` waiting on it out.
+  private func watch(_ token: CancellationToken, _ batch: Batch<Key, Value>) {
     // Registered outside the lock: a token cancelled already runs the handler at once.
-    let registration = token.onCancel { self.leave(batch, id) }
-    let kept = open.withLock { _ in batch.keep(registration, for: id) }
+    let registration = token.onCancel { self.leave(batch, token) }
+    let kept = open.withLock { _ in batch.keep(registration, for: token) }
     if !kept { registration.remove() }
   }
 
@@ -164,17 +169,18 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     load.run(keys, token: batch.token) { result in self.deliver(batch, keys.count, result) }
   }
 
-  private func leave(_ batch: Batch<Key, Value>, _ id: Int) {
-    let (left, cancel) = open.withLock { _ in batch.remove(id) }
-    guard let left else { return }
-    left.complete(.failure(CancellationError()))
+  /// `token` was cancelled: its runs leave the batch, each with `CancellationError`.
+  private func leave(_ batch: Batch<Key, Value>, _ token: CancellationToken) {
+    let (left, cancel) = open.withLock { _ in batch.remove(waitingOn: token) }
+    for waiter in left { waiter.complete(.failure(CancellationError())) }
     if cancel { batch.token.cancel() }
   }
 
   private func deliver(
     _ batch: Batch<Key, Value>, _ count: Int, _ result: Result<[Element], any Error>
   ) {
-    let (waiters, positions) = open.withLock { _ in batch.deliver() }
+    let (waiters, positions, registrations) = open.withLock { _ in batch.deliver() }
+    for registration in registrations { registration.remove() }
     let outcomes = result.flatMap { elements -> Result<[Element], any Error> in
       guard elements.count == count else {
         return .failure(
@@ -185,7 +191,6 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
       return .success(elements)
     }
     for waiter in waiters {
-      waiter.registration?.remove()
       switch outcomes {
       case .success(let elements): waiter.complete(outcome(elements[positions[waiter.slot]]))
       case .failure(let error): waiter.complete(.failure(error))
@@ -198,11 +203,20 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
 ///
 /// `@unchecked Sendable`: every `var` is read and written only under its loader's lock.
 private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked Sendable {
-  /// A run waiting for its key: its completion, and its registration once made.
+  /// A run waiting for its key: its completion, and the token it waits on.
   struct Waiter: Sendable {
-    let id: Int
     let slot: Int
     let complete: @Sendable (Result<Value, any Error>) -> Void
+    let token: ObjectIdentifier
+  }
+
+  /// The one cancellation handler of the runs waiting on one token: inside a fold every load
+  /// waits on the fold's token, and a handler each would take that token's lock, which every
+  /// element shares, twice per load. It holds the token, so no other token can take its
+  /// identity while it lives.
+  struct Watch {
+    let token: CancellationToken
+    /// Once registered; `nil` while the run that made the watch registers it.
     var registration: CancellationToken.Registration?
   }
 
@@ -212,18 +226,27 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
   private var slots: [Key: Int] = [:]
   private var runsPerSlot: [Int] = []
   private(set) var liveKeys = 0
-  /// In id order.
+  /// In arrival order.
   private var waiters: [Waiter] = []
-  private var nextID = 0
+  /// By the identity of the token their runs wait on.
+  private var watches: [ObjectIdentifier: Watch] = [:]
   /// Closed: no key joins or leaves it any more.
   private var closed = false
   private var delivered = false
   /// Each slot's position among the keys sent.
   private var positions: [Int] = []
 
-  func add(_ key: Key, _ complete: @escaping @Sendable (Result<Value, any Error>) -> Void)
-    -> Int
-  {
+  /// Whether a run of `key` may join: the batch holds the key, or fewer than `most` keys.
+  func hasRoom(for key: Key, atMost most: Int) -> Bool {
+    slots[key] != nil || liveKeys < most
+  }
+
+  /// Adds a run of `key`; returns whether it is the first run of the batch waiting on
+  /// `token`, whose handler it is then to register.
+  func add(
+    _ key: Key, _ complete: @escaping @Sendable (Result<Value, any Error>) -> Void,
+    waitingOn token: CancellationToken
+  ) -> Bool {
     let slot: Int
     if let existing = slots[key] {
       slot = existing
@@ -235,9 +258,11 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
       liveKeys += 1
     }
     runsPerSlot[slot] += 1
-    defer { nextID += 1 }
-    waiters.append(Waiter(id: nextID, slot: slot, complete: complete, registration: nil))
-    return nextID
+    let id = ObjectIdentifier(token)
+    waiters.append(Waiter(slot: slot, complete: complete, token: id))
+    guard watches[id] == nil else { return false }
+    watches[id] = Watch(token: token)
+    return true
   }
 
   /// Closes the batch; returns the keys to send, in order.
@@ -253,40 +278,47 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
     return sent
   }
 
-  private func index(of id: Int) -> Int? {
-    var (low, high) = (0, waiters.count)
-    while low < high {
-      let middle = (low + high) / 2
-      if waiters[middle].id < id { low = middle + 1 } else { high = middle }
-    }
-    return low < waiters.count && waiters[low].id == id ? low : nil
-  }
-
-  func keep(_ registration: CancellationToken.Registration, for id: Int) -> Bool {
-    guard let index = index(of: id) else { return false }
-    waiters[index].registration = registration
+  /// Keeps the handler of the runs waiting on `token`; `false` if they have all left, or
+  /// been delivered, meanwhile.
+  func keep(_ registration: CancellationToken.Registration, for token: CancellationToken) -> Bool {
+    let id = ObjectIdentifier(token)
+    guard watches[id] != nil else { return false }
+    watches[id]!.registration = registration
     return true
   }
 
-  /// Takes a cancelled run out; returns it, and whether the batch's call is now to be
-  /// cancelled (the batch was sent and no run is left).
-  func remove(_ id: Int) -> (Waiter?, Bool) {
-    guard let index = index(of: id) else { return (nil, false) }
-    let waiter = waiters.remove(at: index)
-    guard !closed else { return (waiter, waiters.isEmpty && !delivered) }
-    runsPerSlot[waiter.slot] -= 1
-    if runsPerSlot[waiter.slot] == 0, let key = keys[waiter.slot] {
-      keys[waiter.slot] = nil
-      slots[key] = nil
-      liveKeys -= 1
+  /// Takes out the runs waiting on a cancelled `token`; returns them, and whether the batch's
+  /// call is now to be cancelled (the batch was sent and no run is left). Keys no run asks for
+  /// any more leave a batch not yet sent.
+  func remove(waitingOn token: CancellationToken) -> ([Waiter], Bool) {
+    let id = ObjectIdentifier(token)
+    guard watches.removeValue(forKey: id) != nil else { return ([], false) }
+    var left: [Waiter] = []
+    waiters.removeAll { waiter in
+      guard waiter.token == id else { return false }
+      left.append(waiter)
+      return true
     }
-    return (waiter, false)
+    guard !closed else { return (left, waiters.isEmpty && !delivered) }
+    for waiter in left {
+      runsPerSlot[waiter.slot] -= 1
+      if runsPerSlot[waiter.slot] == 0, let key = keys[waiter.slot] {
+        keys[waiter.slot] = nil
+        slots[key] = nil
+        liveKeys -= 1
+      }
+    }
+    return (left, false)
   }
 
-  /// Every run still waiting, and the slots' positions, taken for delivery.
-  func deliver() -> ([Waiter], [Int]) {
+  /// Every run still waiting, the slots' positions, and the handlers to take back, taken for
+  /// delivery.
+  func deliver() -> ([Waiter], [Int], [CancellationToken.Registration]) {
     delivered = true
-    defer { waiters = [] }
-    return (waiters, positions)
+    defer {
+      waiters = []
+      watches = [:]
+    }
+    return (waiters, positions, watches.values.compactMap(\.registration))
   }
 }

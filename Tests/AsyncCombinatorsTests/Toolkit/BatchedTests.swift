@@ -56,7 +56,7 @@ import Testing
     let user = AsyncFunc<Int, String>.batched(loader.function, maxBatchSize: 2, on: queue)
     let loads = Loads(3)
     for key in 1...3 { _ = loads.load(user, key) }
-    // The full batch was sent at once; the next waits for its dispatch block.
+    // The third key found the batch full and sent it; the next waits for its dispatch block.
     #expect(loader.started == 1)
     queue.resume()
     await loader.waitForStarts(2)
@@ -66,6 +66,46 @@ import Testing
     calls[1].complete(.success(["three"]))
     await loads.finished.wait()
     #expect(loads.values(of: 3) == ["three"])
+  }
+
+  @Test func a_full_batch_still_takes_loads_of_its_keys_until_a_new_key_comes() async {
+    let loader = Parking<[Int], [String]>()
+    let queue = Self.heldQueue()
+    let user = AsyncFunc<Int, String>.batched(loader.function, maxBatchSize: 2, on: queue)
+    let loads = Loads(6)
+    for key in [1, 2, 1, 2] { _ = loads.load(user, key) }
+    #expect(loader.started == 0)  // Full, but its keys may still come: it waits for the tick.
+    for key in [3, 3] { _ = loads.load(user, key) }
+    #expect(loader.started == 1)
+    queue.resume()
+    await loader.waitForStarts(2)
+    let calls = loader.takeAll()
+    #expect(calls.map(\.input) == [[1, 2], [3]])
+    calls[0].complete(.success(["one", "two"]))
+    calls[1].complete(.success(["three"]))
+    await loads.finished.wait()
+    #expect(loads.values(of: 1) == ["one", "one"])
+    #expect(loads.values(of: 3) == ["three", "three"])
+  }
+
+  @Test func loads_waiting_on_one_token_share_one_cancellation_handler() async {
+    let loader = Parking<[Int], [String]>()
+    let queue = Self.heldQueue()
+    let user = AsyncFunc<Int, String>.batched(loader.function, on: queue)
+    let token = CancellationToken()
+    let outcomes = Recorder<Result<String, any Error>>()
+    // Nested runs, as a fold's elements are, register nothing of their own on the token.
+    for key in [1, 2, 1] { user.runNested(key, token: token) { outcomes.record($0) } }
+    #expect(token.registrationCount == 1)
+    token.cancel()
+    #expect(outcomes.all.count == 3)
+    #expect(outcomes.all.allSatisfy { $0.failure is CancellationError })
+    #expect(token.registrationCount == 0)
+    queue.resume()
+    // The serial queue runs the batch's block before this one.
+    await withCheckedContinuation { done in queue.async { done.resume() } }
+    // Every run left before the batch was sent: its block found no key and sent nothing.
+    #expect(loader.started == 0)
   }
 
   @Test func loads_of_1_1_and_2_give_one_call_of_1_and_2() async {
