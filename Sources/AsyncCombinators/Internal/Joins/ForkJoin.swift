@@ -62,7 +62,8 @@ final class ForkJoin: StageSink, @unchecked Sendable {
   /// in branch order (every element is non-`nil` by then).
   ///
   /// Starting and joining go through the thread's ``Trampoline``, and the branches are freed
-  /// through it, so a fork-join nested a hundred thousand deep uses a small stack.
+  /// through it, so a fork-join nested a hundred thousand deep uses a small stack, while a
+  /// shallow one starts and joins at once, as it would on its own.
   @usableFromInline
   static func stage(
     _ programs: [Program], label: Label, spelling: ParallelSpelling = .pairOperator,

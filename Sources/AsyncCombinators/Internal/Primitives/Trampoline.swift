@@ -6,24 +6,34 @@
   import Musl
 #endif
 
-/// Runs work that would otherwise nest, one call inside the next, one after another on the
-/// same thread instead: what keeps deeply nested `<>` stack-safe when it starts, joins and is
-/// released.
+/// Bounds how deep work that nests, one call inside the next, goes on one thread's stack: what
+/// keeps deeply nested `<>` stack-safe when it starts, joins and is released, without changing
+/// what a shallow nesting means.
 ///
-/// The first ``run(_:)`` on a thread runs its work, then everything queued meanwhile, in
-/// order; a ``run(_:)`` made from inside that work only queues. So a fork-join nested a
-/// hundred thousand deep starts, completes and frees its levels in a loop of one frame.
+/// ``run(_:)`` calls its work at once, nested in the caller, while fewer than ``nestingLimit``
+/// calls of it are on this thread's stack. Only past that depth does it queue the work instead,
+/// to run when the outermost call on the thread returns. So a function that completes
+/// synchronously does so inside a join, a race or a timeout as it does on its own, and a body
+/// that starts a join and waits for it finds it started; while a fork-join nested a hundred
+/// thousand deep starts, completes and frees its levels at most ``nestingLimit`` calls deep.
 enum Trampoline {
-  /// Runs `work` now if no trampoline is running on this thread, else after the work that is.
+  /// How many calls of ``run(_:)`` and ``release(_:)`` nest on one thread before the next
+  /// waits for the outermost to return: deep enough that no nesting a person writes by hand
+  /// reaches it, shallow enough that a 512 KiB stack holds it with room to spare.
+  static let nestingLimit = 64
+
+  /// Runs `work` now, nested in the caller, unless ``nestingLimit`` calls are running on this
+  /// thread already; then after the outermost of them returns.
   static func run(_ work: @escaping () -> Void) {
-    enqueue(.work(work))
+    enter(.work(work))
   }
 
-  /// Releases `value` after the work running on this thread, if any, rather than inside it:
-  /// for a `deinit` whose fields would otherwise free a nested copy of itself recursively.
-  /// The caller must hand over its last reference (`consume`), or nothing is deferred.
+  /// Releases `value` now, or, ``nestingLimit`` calls deep, after the outermost call on this
+  /// thread returns: for a `deinit` whose fields would otherwise free a nested copy of itself
+  /// recursively. The caller must hand over its last reference (`consume`), or nothing is
+  /// deferred.
   static func release(_ value: consuming Any) {
-    enqueue(.value(value))
+    enter(.value(value))
   }
 
   private enum Item {
@@ -32,42 +42,59 @@ enum Trampoline {
     case done
   }
 
-  private static func enqueue(_ item: consuming Item) {
-    if let pending = current {
-      pending.queue.append(item)
+  private static func enter(_ item: consuming Item) {
+    guard let nesting = current else {
+      // The outermost call on this thread: run the item, then whatever was queued meanwhile.
+      let nesting = Nesting()
+      current = nesting
+      nesting.perform(item)
+      var next = 0
+      while next < nesting.queue.count {
+        // Taken out of the queue, so that it is released here, while `current` is set:
+        // whatever its release frees queues behind it rather than recursing.
+        var queued = Item.done
+        swap(&queued, &nesting.queue[next])
+        next += 1
+        nesting.perform(queued)
+      }
+      current = nil
       return
     }
-    let pending = Pending()
-    pending.queue.append(item)
-    current = pending
-    var next = 0
-    while next < pending.queue.count {
-      // Taken out of the queue, so that it is released here, while the trampoline runs:
-      // whatever its release frees queues behind it rather than recursing.
-      var item = Item.done
-      swap(&item, &pending.queue[next])
-      next += 1
-      if case .work(let work) = item { work() }
+    if nesting.depth < nestingLimit {
+      nesting.perform(item)
+    } else {
+      nesting.queue.append(item)
     }
-    current = nil
   }
 
-  /// The queue of one thread's running trampoline.
-  private final class Pending {
+  /// The calls running on one thread: how deep they nest, and what waits for the outermost.
+  private final class Nesting {
+    var depth = 0
     var queue: [Item] = []
+
+    /// Runs or releases `item` one level deeper.
+    func perform(_ item: consuming Item) {
+      depth += 1
+      switch consume item {
+      case .work(let work): work()
+      case .value, .done: break
+      }
+      depth -= 1
+    }
   }
+
   private static let key: pthread_key_t = {
     var key = pthread_key_t()
     pthread_key_create(&key, nil)
     return key
   }()
 
-  private static var current: Pending? {
+  private static var current: Nesting? {
     get {
-      pthread_getspecific(key).map { Unmanaged<Pending>.fromOpaque($0).takeUnretainedValue() }
+      pthread_getspecific(key).map { Unmanaged<Nesting>.fromOpaque($0).takeUnretainedValue() }
     }
     set {
-      if let old = pthread_getspecific(key) { Unmanaged<Pending>.fromOpaque(old).release() }
+      if let old = pthread_getspecific(key) { Unmanaged<Nesting>.fromOpaque(old).release() }
       pthread_setspecific(key, newValue.map { Unmanaged.passRetained($0).toOpaque() })
     }
   }
