@@ -231,9 +231,9 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   ///
   /// Cancellation takes effect before any handler runs: from the moment `cancel()` begins,
   /// ``isCancelled`` is `true` here and on every child, so a stage that has not yet decided to
-  /// start never starts. When another thread is already cancelling the token (a timeout that
-  /// fired, a newer run that superseded this one), `cancel()` returns once that thread has run
-  /// every handler, so any caller can rely on them having run.
+  /// start never starts. When another thread is already cancelling the token, or a child of
+  /// it (a timeout that fired, a newer run that superseded this one), `cancel()` returns once
+  /// that thread has run every handler, so any caller can rely on them having run.
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
@@ -253,14 +253,17 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
         return nil
       }
     }
-    // Cancelled on its own: the parent need not forward its cancellation.
-    if let link { parent?.removeHandler(link) }
     // One at a time, taken under the lock as it runs: a registration removed meanwhile (its
     // work has finished) is never run.
     var next = 0
     while let handler = table._withUnsafeGuaranteedRef({ $0.takeHandler(from: &next) }) {
       handler()
     }
+    // Cancelled on its own: the parent need not forward its cancellation any more. Kept until
+    // the handlers have run, so that a caller of the parent's `cancel()` meanwhile reaches
+    // this token and waits for them, as a second caller of this token's `cancel()` does: a
+    // `commit` under a `timeout` that fired holds back its run's `cancel()` too.
+    if let link { parent?.removeHandler(link) }
   }
 
   /// Returns once the handlers that another thread's ``cancel()`` is running have all run, so

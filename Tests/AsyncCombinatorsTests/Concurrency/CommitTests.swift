@@ -89,6 +89,92 @@ import Testing
     #expect(trace.all == ["commit finished", "second cancel returned"])
   }
 
+  /// Runs `function` on a lane with a commit that blocks until `release`, lets `other`
+  /// cancel the commit's own token (a child of the run's) on a second lane, then cancels the
+  /// run's token on a third: that `cancel()` must return only after the side effect.
+  private static func userCancelWaitsForTheCommit(
+    of function: (AsyncFunc<Int, Int>) -> AsyncFunc<Int, Int>,
+    other: @escaping @Sendable () -> Void
+  ) async -> [String] {
+    let trace = Recorder<String>()
+    let committing = Gate()
+    let release = Gate()
+    let commitToken = Locked<CancellationToken?>(nil)
+    // Completes on a lane of its own: the run's start returns, and a timeout arms its timer,
+    // before the side effect runs.
+    let capture = AsyncFunc<Int, Int>(name: "fetch") { x, token, complete in
+      if x == 1 { commitToken.withLock { $0 = token } }
+      blockingLane("fetch").async { complete(.success(x)) }
+    }
+    let committed = capture.commit { x in
+      guard x == 1 else { return }  // Only the first run's side effect is held.
+      committing.open()
+      release.blockingWait()
+      trace.record("commit finished")
+    }
+    let token = CancellationToken()
+    let run = function(committed)
+    blockingLane("commit").async { run.run(1, token: token) { _ in } }
+    await committing.wait()
+    let inner = commitToken.withLock { $0 }!
+    let otherDone = Countdown(1)
+    blockingLane("other").async {
+      other()  // Cancels `inner` and waits in the commit's handler for the side effect.
+      otherDone.tick()
+    }
+    await inner.waitUntilCancelStarted()
+    let userDone = Countdown(1)
+    blockingLane("user").async {
+      token.cancel()
+      trace.record("user's cancel returned")
+      userDone.tick()
+    }
+    // Until the user's cancel waits for the commit's token, or has wrongly returned.
+    while inner.waitingCancellerCount == 0 && trace.all.isEmpty { await Task.yield() }
+    release.open()
+    await otherDone.wait()
+    await userDone.wait()
+    return trace.all
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func the_runs_cancel_waits_for_a_commit_whose_timeout_fired_meanwhile() async {
+    let clock = TestClock()
+    let trace = await CommitTests.userCancelWaitsForTheCommit(
+      of: { $0.timeout(.seconds(1), clock: clock) },
+      other: {
+        while clock.pendingCount == 0 {}  // The timer is armed once the run's start returns.
+        clock.advance(by: .seconds(1))
+      })
+    #expect(trace == ["commit finished", "user's cancel returned"])
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func the_runs_cancel_waits_for_a_commit_whose_run_a_newer_run_superseded() async {
+    let newer = Locked<(@Sendable () -> Void)?>(nil)
+    let trace = await CommitTests.userCancelWaitsForTheCommit(
+      of: { committed in
+        let latest = committed.latest()
+        newer.withLock { $0 = { latest.run(2) { _ in } } }
+        return latest
+      },
+      other: { newer.withLock { $0 }!() })
+    #expect(trace == ["commit finished", "user's cancel returned"])
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func the_runs_cancel_waits_for_a_commit_whose_sibling_branch_failed_meanwhile() async {
+    struct Failed: Error {}
+    let sibling = ParkedCompletion<Int>()
+    let trace = await CommitTests.userCancelWaitsForTheCommit(
+      of: { committed in
+        (committed <> AsyncFunc<Int, Int> { _, complete in sibling.park(complete) })
+          +> .sync { $0.0 }
+      },
+      other: { sibling.complete(.failure(Failed())) })
+    #expect(trace == ["commit finished", "user's cancel returned"])
+  }
+
   @Test func a_finished_commit_leaves_no_cancellation_handler_on_the_runs_token() {
     let saved = Recorder<Int>()
     let refresh = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 }.commit { saved.record($0) }

@@ -213,11 +213,11 @@ final class FanOut<Element: Sendable>: SlotJoin {
   }
 
   private func finish(_ outcome: Outcome) {
-    link.remove()
     state.withLock { $0.cancelHandler.take() }?.remove()
     // Stops the elements still running and turns the elements still waiting away from the
     // gate; `end` finds the join done and does nothing.
     if case .finished = outcome {} else { branches.cancel() }
+    link.remove()  // After: the run's `cancel()` meanwhile waits for the elements' handlers.
     guard progress != nil else { return completion(outcome) }
     // Behind the reports: a drainer at work delivers the outcome once it has delivered them.
     let deliverNow = state.withLock { state in

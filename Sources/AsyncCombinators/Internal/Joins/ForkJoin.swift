@@ -122,8 +122,8 @@ final class ForkJoin: StageSink, @unchecked Sendable {
 
   private func fail(_ error: any Error) {
     guard !isDone.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    link.remove()
     branches.cancel()
+    link.remove()  // After: the run's `cancel()` meanwhile waits for the branches' handlers.
     let completion = completion.take()!
     Trampoline.run { completion.complete(.failure(error)) }
   }

@@ -57,7 +57,7 @@ final class RaceJoin: StageSink {
   }
 
   private func finish() {
-    link.remove()
     runners.cancel()  // The losers stop; their late results find the race done.
+    link.remove()  // After: the run's `cancel()` meanwhile waits for the losers' handlers.
   }
 }
