@@ -80,9 +80,13 @@ struct TimerDeadline: Sendable {
     kind = overflow || pastEnd || due >= UInt64(Int64.max) ? .never : .uptime(due)
   }
 
-  /// `now + duration` on `clock`: for a `duration` under ``TimerClock/horizon`` only, which
-  /// every clock can add.
+  /// `now + duration` on `clock`; never from ``TimerClock/horizon`` on, without asking the
+  /// clock to add it.
   init<C: Clock>(after duration: Duration, on clock: C) where C.Duration == Duration {
+    guard duration < TimerClock.horizon else {
+      kind = .never
+      return
+    }
     let deadline = clock.now.advanced(by: duration)
     kind = .custom { fire in
       if let scheduling = clock as? any TimerSchedulingClock {
