@@ -103,7 +103,11 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   /// the next run of `key` makes a new call rather than joining it.
   ///
   /// - Parameter key: The key.
-  public func forget(_ key: Key) { table.forget(FlightKey(key)) }
+  public func forget(_ key: Key) {
+    let now = table.policy!.now()
+    table.stripes[0].state.withLock { $0.entries!.removeExpired(now: now) }
+    table.forget(FlightKey(key))
+  }
 
   /// Drops every entry, and detaches every call in flight as ``forget(_:)`` does.
   public func forgetAll() { table.forgetAll() }

@@ -110,6 +110,11 @@ import Testing
     clock.advance(by: .seconds(1))
     #expect(cache.value(for: -1) == nil)  // any use of the cache, for another key
     #expect(weak.allSatisfy { $0.box == nil })
+    for key in 0..<2 { cache.prime(key, with: Box()) }
+    weak = [Weak(box: cache.value(for: 0)), Weak(box: cache.value(for: 1))]
+    clock.advance(by: .seconds(1))
+    cache.forget(-1)  // forgetting another key lets them go too
+    #expect(weak.allSatisfy { $0.box == nil })
   }
 
   @Test func a_cache_with_a_lifetime_and_ever_new_keys_stays_bounded() {
