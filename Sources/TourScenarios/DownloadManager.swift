@@ -36,8 +36,7 @@ extension Tour {
         guard finished.add(1, ordering: .relaxed).newValue == 3 else { return }
         downloads.pause()
         let progress = downloads.progress
-        let waiting =
-          (progress.total ?? 0) - progress.completed - progress.failed - progress.inFlight
+        let waiting = (progress.total ?? 0) - progress.completed - progress.inFlight
         log("paused after 3 downloads: \(waiting) waiting")
         FakeNetwork.queue.asyncAfter(deadline: .now() + .milliseconds(30)) {
           log("resumed")

@@ -77,8 +77,9 @@ public final class WorkQueue: Sendable {
   /// Queues `operation` and returns the task that awaits its result.
   ///
   /// The job enters the queue now, in the order of the calls. Cancelling the task before the
-  /// job starts removes the job: it never runs, and the task throws `CancellationError` at
-  /// once. Cancelling it after the job starts cancels the operation, and the task throws
+  /// job starts removes the job before `cancel()` returns (where `Task.immediate` is available:
+  /// Linux, and Apple platforms from the 26 releases; before those, once the task first runs):
+  /// it never runs, leaves ``progress``, and the task throws `CancellationError` at once. Cancelling it after the job starts cancels the operation, and the task throws
   /// `CancellationError` at once; the job keeps its place among the running until the
   /// operation returns.
   ///
@@ -95,13 +96,20 @@ public final class WorkQueue: Sendable {
     AsyncFunc<Void, T>.async(name: "job") { _ in try await operation() }
       .queued(on: self, priority: priority)
       .run((), token: token) { result.deliver($0) }
-    return Task {
+    let awaitResult: @Sendable () async throws -> T = {
       try await withTaskCancellationHandler {
         try await result.value()
       } onCancel: {
         token.cancel()
       }
     }
+    // Started in place, the task has its cancellation handler before it is returned, so that
+    // `cancel()` takes a waiting job out of the queue (and out of `progress`) before it returns.
+    // A task started later would hear of its cancellation only once a thread runs it.
+    if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+      return Task.immediate(operation: awaitResult)
+    }
+    return Task(operation: awaitResult)
   }
 
   /// Queues `operation` and awaits its result; cancelling the caller cancels the job as
@@ -148,15 +156,26 @@ public final class WorkQueue: Sendable {
     }
   }
 
-  /// The jobs completed and failed so far, those running and, in `total`, all of these with
-  /// those waiting: `total` − `completed` − `failed` − `inFlight` are waiting. A job counts as
-  /// completed or failed once it has given back its slot, and is in flight until then. Jobs
-  /// cancelled or rejected before they started are in none of them.
+  /// The jobs finished so far (`completed`, failed or not; `failed` of them failed), those
+  /// running, and in `total` all of these with those waiting: `total` − `completed` −
+  /// `inFlight` are waiting, as in ``BatchProgress``. A job counts as finished once it has
+  /// given back its slot, and is in flight until then. Jobs cancelled or rejected before they
+  /// started are in none of them, from the moment their cancellation returns.
+  ///
+  /// ```swift
+  /// let jobs = WorkQueue(limit: 2)
+  /// struct Oops: Error {}
+  /// for n in 1...5 { jobs.submit { if n > 3 { throw Oops() } } }
+  /// await jobs.drained()
+  /// print(jobs.progress, jobs.progress.fractionCompleted ?? 0)
+  /// // prints 5/5 done (2 failed, 0 in flight) 1.0
+  /// ```
   public var progress: BatchProgress {
-    let (running, waiting, completed, failed) = gate.counts
+    let (running, waiting, succeeded, failed) = gate.counts
+    let finished = succeeded + failed
     return BatchProgress(
-      completed: completed, failed: failed, inFlight: running,
-      total: completed + failed + running + waiting)
+      completed: finished, failed: failed, inFlight: running,
+      total: finished + running + waiting)
   }
 }
 

@@ -11,6 +11,7 @@
 /// so a slow closure holds up no element. Reports that pile up while it runs are coalesced into
 /// the newest. The calls never overlap, `completed` goes up at each call, and the last call
 /// returns before the fold's result is delivered (or before the stream ends).
+/// ``WorkQueue/progress`` counts a queue's jobs the same way.
 ///
 /// ```swift
 /// let progress = BatchProgress(completed: 3, failed: 1, inFlight: 2, total: 10)

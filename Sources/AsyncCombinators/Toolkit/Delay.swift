@@ -3,7 +3,8 @@ extension AsyncFunc where Input == Output {
   ///
   /// The wait holds no thread; cancelling the run during it ends the run at once and removes
   /// the timer. The default clock uses a Dispatch timer; a `TestClock` (from
-  /// `AsyncCombinatorsTesting`) completes the pause when the test advances it.
+  /// `AsyncCombinatorsTesting`) completes the pause when the test advances it. A pause of a
+  /// century or more never ends: it arms nothing, and only a cancellation ends the run.
   ///
   /// ```swift
   /// let politely = fetch +> .delay(.milliseconds(200)) +> fetchNext

@@ -31,7 +31,8 @@ extension AsyncFunc {
   /// ```
   ///
   /// - Parameters:
-  ///   - delay: How long to wait for a result before starting the next attempt; 0 or more.
+  ///   - delay: How long to wait for a result before starting the next attempt; 0 or more. A
+  ///     century or more never comes: no hedge starts.
   ///   - maxHedges: How many attempts may start after the primary; 0 or more.
   ///   - clock: The clock the delay is measured on; `ContinuousClock()` unless given.
   ///   - file: The caller's file, named when an argument is out of range.

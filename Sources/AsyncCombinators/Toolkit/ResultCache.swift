@@ -4,8 +4,10 @@
 /// Runs of a key that is not kept share one call in flight, as ``AsyncFunc/shared()`` does,
 /// and the call's success is kept; its failure too when `cachingFailures` is `true`.
 /// A cancelled call is never kept. `lifetime` drops an entry once that long has passed on the
-/// cache's clock since it was kept; `capacity` drops the least recently used entry to make
-/// room. Functions memoized in one cache share its entries and its calls in flight.
+/// cache's clock since it was kept: it is let go by the cache's next use, whatever key that is
+/// for, and never counts toward `capacity`. `capacity` drops the least recently used live
+/// entry to make room. Functions memoized in one cache share its entries and its calls in
+/// flight.
 ///
 /// ```swift
 /// let users = ResultCache<Int, String>(name: "users", lifetime: .seconds(60), capacity: 100)
@@ -32,8 +34,9 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   ///   - name: What descriptions call the cache.
   ///   - lifetime: How long an entry is kept, from when it was stored, on `clock`; `nil` keeps
   ///     it until it is evicted or forgotten. An entry whose lifetime has passed is gone at
-  ///     that instant exactly.
-  ///   - capacity: The most entries kept; storing one more drops the least recently used.
+  ///     that instant exactly, and its value is let go by the next use of the cache, for any
+  ///     key.
+  ///   - capacity: The most live entries kept; storing one more drops the least recently used.
   ///     Zero keeps nothing, so the cache only shares calls in flight.
   ///   - cachingFailures: Whether failures are kept too (cancellation never is).
   ///   - clock: The clock `lifetime` is measured on.
@@ -59,6 +62,8 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
       policy: CachePolicy(
         lifetime: lifetime, capacity: capacity, cachingFailures: cachingFailures,
         elapsed: now))
+    // The entries drop what has expired as they go: they need the lifetime for every store.
+    table.stripes[0].state.withLock { $0.entries = CacheEntries(lifetime: lifetime) }
   }
 
   /// The value kept for `key`, if a success is kept and its lifetime has not passed; it then
@@ -98,21 +103,22 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
   /// the next run of `key` makes a new call rather than joining it.
   ///
   /// - Parameter key: The key.
-  public func forget(_ key: Key) { table.forget(FlightKey(key)) }
+  public func forget(_ key: Key) {
+    let now = table.policy!.now()
+    table.stripes[0].state.withLock { $0.entries!.removeExpired(now: now) }
+    table.forget(FlightKey(key))
+  }
 
   /// Drops every entry, and detaches every call in flight as ``forget(_:)`` does.
   public func forgetAll() { table.forgetAll() }
 
   /// How many entries are kept: expired entries are dropped first.
   ///
-  /// - Complexity: O(*n*) for *n* entries with a `lifetime`, O(1) without.
+  /// - Complexity: O(1) amortized: each expired entry is dropped once.
   public var count: Int {
-    let policy = table.policy!
-    let now = policy.now()
+    let now = table.policy!.now()
     return table.stripes[0].state.withLock { state in
-      if let lifetime = policy.lifetime {
-        state.entries!.removeExpired(now: now, lifetime: lifetime)
-      }
+      state.entries!.removeExpired(now: now)
       return state.entries!.count
     }
   }
@@ -157,9 +163,17 @@ struct CachePolicy: Sendable {
 /// Kept results in least-recently-used order: a dictionary into slots linked from the most
 /// recently used (`newest`) to the least (`oldest`), freed slots reused.
 ///
+/// With a lifetime, the slots are also linked in the order they were stored, which is the
+/// order they expire in: every operation first lets go of the expired ones at the stale end,
+/// so an expired entry never counts toward the capacity, never pushes out a live one, and is
+/// not kept until its own key is looked up. Each entry is dropped once, so that is O(1)
+/// amortized per operation.
+///
 /// A slot's parts are in arrays of their own: the links, which every hit rewrites, are plain
 /// integers, never copied along with a key and result.
 struct CacheEntries {
+  /// How long an entry is kept; `nil` keeps it until evicted or forgotten.
+  let lifetime: Duration?
   private var keys: [FlightKey?] = []
   private var results: [AnyResult?] = []
   /// When each was stored, as the time since the cache was made.
@@ -167,17 +181,27 @@ struct CacheEntries {
   /// Toward `newest`, and toward `oldest`; -1 at either end.
   private var newer: [Int] = []
   private var older: [Int] = []
+  /// With a lifetime: toward the slot stored next (`freshest` at the end), and toward the one
+  /// stored before (`stalest` at the end); -1 at either end.
+  private var storedAfter: [Int] = []
+  private var storedBefore: [Int] = []
   private var slots: [FlightKey: Int] = [:]
   private var free: [Int] = []
   private var newest = -1
   private var oldest = -1
+  private var freshest = -1
+  private var stalest = -1
+
+  init(lifetime: Duration? = nil) { self.lifetime = lifetime }
 
   var count: Int { slots.count }
 
   /// The result kept for `key`, moved to the newest; an expired one is dropped instead.
   mutating func lookup(_ key: FlightKey, now: Duration, lifetime: Duration?) -> AnyResult? {
+    removeExpired(now: now)
     guard let slot = slots[key] else { return nil }
-    if let lifetime, now - stored[slot] >= lifetime {
+    // Stored out of clock order by a racing thread, so not reached by `removeExpired` yet.
+    if let lifetime = self.lifetime ?? lifetime, now - stored[slot] >= lifetime {
       remove(key)
       return nil
     }
@@ -188,14 +212,20 @@ struct CacheEntries {
     return results[slot]
   }
 
-  /// Keeps `result` for `key` as the newest entry, dropping the oldest beyond `capacity`.
+  /// Keeps `result` for `key` as the newest entry, dropping the expired ones, then the oldest
+  /// beyond `capacity`.
   mutating func store(_ result: AnyResult, for key: FlightKey, now: Duration, capacity: Int) {
     guard capacity > 0 else { return }
+    removeExpired(now: now)
     if let slot = slots[key] {
       results[slot] = result
       stored[slot] = now
       unlink(slot)
       linkAsNewest(slot)
+      if lifetime != nil {
+        unlinkStored(slot)
+        linkAsFreshest(slot)
+      }
       return
     }
     let slot: Int
@@ -211,25 +241,35 @@ struct CacheEntries {
       stored.append(now)
       newer.append(-1)
       older.append(-1)
+      if lifetime != nil {
+        storedAfter.append(-1)
+        storedBefore.append(-1)
+      }
     }
     slots[key] = slot
     linkAsNewest(slot)
+    if lifetime != nil { linkAsFreshest(slot) }
     if slots.count > capacity, let evicted = keys[oldest] { remove(evicted) }
   }
 
   mutating func remove(_ key: FlightKey) {
     guard let slot = slots.removeValue(forKey: key) else { return }
     unlink(slot)
+    if lifetime != nil { unlinkStored(slot) }
     keys[slot] = nil
     results[slot] = nil
     free.append(slot)
   }
 
-  mutating func removeAll() { self = CacheEntries() }
+  mutating func removeAll() { self = CacheEntries(lifetime: lifetime) }
 
-  mutating func removeExpired(now: Duration, lifetime: Duration) {
-    let expired = slots.compactMap { key, slot in now - stored[slot] >= lifetime ? key : nil }
-    for key in expired { remove(key) }
+  /// Drops the entries whose lifetime has passed by `now`, from the stalest, and stops at the
+  /// first that is still alive.
+  mutating func removeExpired(now: Duration) {
+    guard let lifetime else { return }
+    while stalest >= 0, now - stored[stalest] >= lifetime, let key = keys[stalest] {
+      remove(key)
+    }
   }
 
   private mutating func unlink(_ slot: Int) {
@@ -245,5 +285,20 @@ struct CacheEntries {
     newer[slot] = -1
     if newest >= 0 { newer[newest] = slot } else { oldest = slot }
     newest = slot
+  }
+
+  private mutating func unlinkStored(_ slot: Int) {
+    let (after, before) = (storedAfter[slot], storedBefore[slot])
+    if after >= 0 { storedBefore[after] = before } else { freshest = before }
+    if before >= 0 { storedAfter[before] = after } else { stalest = after }
+    storedAfter[slot] = -1
+    storedBefore[slot] = -1
+  }
+
+  private mutating func linkAsFreshest(_ slot: Int) {
+    storedBefore[slot] = freshest
+    storedAfter[slot] = -1
+    if freshest >= 0 { storedAfter[freshest] = slot } else { stalest = slot }
+    freshest = slot
   }
 }

@@ -10,8 +10,8 @@ extension AsyncFunc {
   /// anything that does not complete before its start returns. The timer holds no thread and
   /// is removed when the result arrives or the run is cancelled. The deadline is measured on
   /// `clock`: a Dispatch timer by default, or a `TestClock` (from `AsyncCombinatorsTesting`)
-  /// that fires when the test advances it. A deadline beyond what the clock can represent
-  /// never comes.
+  /// that fires when the test advances it. A duration of a century or more (such as
+  /// `.seconds(Int64.max)`) never comes and arms nothing, on every clock.
   ///
   /// ```swift
   /// let slow = AsyncFunc<Int, Int>.async(name: "slow") { x in

@@ -151,12 +151,12 @@ import Testing
     let first = parking.takeAll()
     first[0].complete(.failure(TestError()))
     await parking.waitForStarts(3)
-    #expect(queue.progress == BatchProgress(completed: 0, failed: 1, inFlight: 2, total: 3))
+    #expect(queue.progress == BatchProgress(completed: 1, failed: 1, inFlight: 2, total: 3))
     first[1].complete(.success(1))
-    #expect(queue.progress == BatchProgress(completed: 1, failed: 1, inFlight: 1, total: 3))
+    #expect(queue.progress == BatchProgress(completed: 2, failed: 1, inFlight: 1, total: 3))
     parking.takeAll()[0].complete(.success(2))
     await queue.drained()
-    #expect(queue.progress == BatchProgress(completed: 2, failed: 1, inFlight: 0, total: 3))
+    #expect(queue.progress == BatchProgress(completed: 3, failed: 1, inFlight: 0, total: 3))
   }
 
   @Test func a_failure_is_the_jobs_own_and_the_queue_goes_on() async throws {
@@ -167,7 +167,37 @@ import Testing
     #expect(try await next.value == 2)
     #expect(try await queue.run(priority: .high) { 3 } == 3)
     await queue.drained()
-    #expect(queue.progress == BatchProgress(completed: 2, failed: 1, inFlight: 0, total: 3))
+    #expect(queue.progress == BatchProgress(completed: 3, failed: 1, inFlight: 0, total: 3))
+  }
+
+  @Test func progress_counts_a_failed_job_as_completed_as_batch_progress_says() async {
+    // Issue 40, item 9: 3 succeeded and 2 failed read "3/5 done" and 0.6 when all had ended.
+    let queue = WorkQueue(limit: 2)
+    for n in 1...5 { queue.submit { if n > 3 { throw TestError() } } }
+    await queue.drained()
+    #expect(queue.progress == BatchProgress(completed: 5, failed: 2, inFlight: 0, total: 5))
+    #expect(queue.progress.fractionCompleted == 1)
+    #expect("\(queue.progress)" == "5/5 done (2 failed, 0 in flight)")
+  }
+
+  @Test func cancelled_waiting_jobs_leave_the_counts_before_cancel_returns() async {
+    // Issue 40, item 9: they were counted until their task first ran, some 50 ms later.
+    let parking = Parking<Int, Int>()
+    let queue = WorkQueue(limit: 1)
+    parking.function.queued(on: queue).run(0) { _ in }
+    let ran = Tally()
+    let tasks = (1...3).map { _ in queue.submit { ran.add() } }
+    #expect(queue.progress == BatchProgress(completed: 0, failed: 0, inFlight: 1, total: 4))
+    tasks[0].cancel()
+    tasks[2].cancel()
+    #expect(queue.progress == BatchProgress(completed: 0, failed: 0, inFlight: 1, total: 2))
+    parking.takeAll()[0].complete(.success(0))
+    await queue.drained()
+    #expect(ran.value == 1)
+    #expect(queue.progress == BatchProgress(completed: 2, failed: 0, inFlight: 0, total: 2))
+    for task in [tasks[0], tasks[2]] {
+      await #expect(throws: CancellationError.self) { try await task.value }
+    }
   }
 
   @Test func a_full_queue_rejects_with_limit_exceeded() {

@@ -159,6 +159,22 @@ import Testing
     #expect(calls.value == 2)
   }
 
+  @Test func expired_results_are_let_go_by_the_runs_of_other_keys() async throws {
+    // Issue 40, item 4.
+    final class Profile: Sendable {}
+    struct Weak: Sendable { weak var profile: Profile? }
+    let clock = TestClock()
+    let profiles = ResultCache<Int, Profile>(lifetime: .seconds(1), capacity: 10, clock: clock)
+    let profile = AsyncFunc<Int, Profile>.sync(name: "profile") { _ in Profile() }
+      .memoized(in: profiles)
+    var weak: [Weak] = []
+    for id in 0..<10 { weak.append(Weak(profile: try await profile(id))) }
+    clock.advance(by: .seconds(1))
+    let fresh = try await profile(10)
+    #expect(weak.allSatisfy { $0.profile == nil })
+    #expect(profiles.value(for: 10) === fresh)
+  }
+
   @Test func many_runs_of_an_expired_key_make_one_call() async {
     let clock = TestClock()
     let parking = Parking<Int, String>()

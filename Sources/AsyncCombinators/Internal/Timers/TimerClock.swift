@@ -23,10 +23,20 @@ struct TimerClock: Sendable {
 
   static let continuous = TimerClock(ContinuousClock())
 
-  /// The instant `duration` from now, read now.
+  /// The instant `duration` from now, read now; never for a wait as long as ``horizon``,
+  /// decided before the clock is asked to add it.
   func deadline(after duration: Duration) -> TimerDeadline {
-    customDeadline?(duration) ?? TimerDeadline(uptimeAfter: duration)
+    guard duration < Self.horizon else { return .never }
+    return customDeadline?(duration) ?? TimerDeadline(uptimeAfter: duration)
   }
+
+  /// The shortest wait that never comes: a century. No process waits that long, so such a
+  /// timer is not armed; and no clock's instant is advanced by more, because a clock may trap
+  /// on an instant it cannot represent (`Duration.components` does past `Int64.max` seconds,
+  /// so `SuspendingClock` and `ContinuousClock` sleeps do, and an instant counted in `Int64`
+  /// nanoseconds overflows within three centuries of its epoch). `.seconds(Int64.max)`, a
+  /// natural way to write "no timeout", is well past it.
+  static let horizon = Duration.seconds(100 * 365 * 86_400)
 
   /// Calls `fire(true)` once `duration` has passed, or `fire(false)` as soon as `token` is
   /// cancelled, whichever comes first: exactly once either way.
@@ -51,6 +61,11 @@ struct TimerDeadline: Sendable {
 
   private let kind: Kind
 
+  private init(_ kind: Kind) { self.kind = kind }
+
+  /// A deadline that never comes: its timer arms nothing.
+  static let never = TimerDeadline(.never)
+
   /// `now + duration` in Dispatch's uptime; never when the sum does not fit, since Dispatch
   /// reads an uptime past `Int64.max` as a time in the past.
   init(uptimeAfter duration: Duration) {
@@ -65,7 +80,13 @@ struct TimerDeadline: Sendable {
     kind = overflow || pastEnd || due >= UInt64(Int64.max) ? .never : .uptime(due)
   }
 
+  /// `now + duration` on `clock`; never from ``TimerClock/horizon`` on, without asking the
+  /// clock to add it.
   init<C: Clock>(after duration: Duration, on clock: C) where C.Duration == Duration {
+    guard duration < TimerClock.horizon else {
+      kind = .never
+      return
+    }
     let deadline = clock.now.advanced(by: duration)
     kind = .custom { fire in
       if let scheduling = clock as? any TimerSchedulingClock {
