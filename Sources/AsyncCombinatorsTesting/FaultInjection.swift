@@ -27,12 +27,14 @@ extension AsyncFunc {
   ///   - seed: Where the draws start; the same seed replays the same faults.
   ///   - file: The caller's file, named when `rate` is out of range.
   ///   - line: The caller's line, named when `rate` is out of range.
+  /// - Precondition: `rate` is in `[0, 1]`; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Returns: A function with the same input and output.
   public func injectingFaults(
     rate: Double, error: any Error, seed: UInt64 = 0, file: StaticString = #fileID,
     line: UInt = #line
   ) -> AsyncFunc {
-    precondition(
+    require(
       rate >= 0 && rate <= 1, "injectingFaults(rate: \(rate)): the rate must be in [0, 1]",
       file: file, line: line)
     let draws = FaultDraws(seed: seed)
@@ -72,12 +74,14 @@ extension AsyncFunc {
   ///   - seed: Where the draws start; the same seed replays the same delays.
   ///   - file: The caller's file, named when an argument is out of range.
   ///   - line: The caller's line, named when an argument is out of range.
+  /// - Precondition: `rate` is in `[0, 1]` and `delay` is not negative; otherwise the program
+  ///   stops with a message naming the caller's line.
   /// - Returns: A function with the same input and output.
   public func injectingLatency<C: Clock>(
     rate: Double, delay: Duration, clock: C = ContinuousClock(), seed: UInt64 = 0,
     file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(
+    require(
       rate >= 0 && rate <= 1, "injectingLatency(rate: \(rate)): the rate must be in [0, 1]",
       file: file, line: line)
     let draws = FaultDraws(seed: seed)
