@@ -21,14 +21,14 @@ extension AsyncFunc {
   /// // prints true
   /// ```
   ///
+  /// - Precondition: `rate` is in `[0, 1]`; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - rate: The chance that a run fails, in `[0, 1]`.
   ///   - error: What the failing runs fail with.
   ///   - seed: Where the draws start; the same seed replays the same faults.
   ///   - file: The caller's file, named when `rate` is out of range.
   ///   - line: The caller's line, named when `rate` is out of range.
-  /// - Precondition: `rate` is in `[0, 1]`; otherwise the program stops with a message naming
-  ///   the caller's line.
   /// - Returns: A function with the same input and output.
   public func injectingFaults(
     rate: Double, error: any Error, seed: UInt64 = 0, file: StaticString = #fileID,
@@ -67,6 +67,8 @@ extension AsyncFunc {
   /// // prints success(7)
   /// ```
   ///
+  /// - Precondition: `rate` is in `[0, 1]` and `delay` is not negative; otherwise the program
+  ///   stops with a message naming the caller's line.
   /// - Parameters:
   ///   - rate: The chance that a run is delayed, in `[0, 1]`.
   ///   - delay: How long a delayed run waits before it starts; 0 or more.
@@ -74,8 +76,6 @@ extension AsyncFunc {
   ///   - seed: Where the draws start; the same seed replays the same delays.
   ///   - file: The caller's file, named when an argument is out of range.
   ///   - line: The caller's line, named when an argument is out of range.
-  /// - Precondition: `rate` is in `[0, 1]` and `delay` is not negative; otherwise the program
-  ///   stops with a message naming the caller's line.
   /// - Returns: A function with the same input and output.
   public func injectingLatency<C: Clock>(
     rate: Double, delay: Duration, clock: C = ContinuousClock(), seed: UInt64 = 0,

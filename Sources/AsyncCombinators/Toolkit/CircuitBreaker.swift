@@ -67,6 +67,9 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
 
   /// Creates a closed breaker.
   ///
+  /// - Precondition: `failureRatio` is in `(0, 1]`, `minimumThroughput` is 1 or more, and both
+  ///   durations are more than zero; otherwise the program stops with a message naming the
+  ///   argument and the caller's line.
   /// - Parameters:
   ///   - name: What errors and descriptions call the breaker.
   ///   - failureRatio: The share of failures, in `(0, 1]`, at which the breaker opens.
@@ -81,9 +84,6 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
   ///   - clock: The clock the durations are measured on; `ContinuousClock()` unless given.
   ///   - file: The caller's file, named when an argument is out of range.
   ///   - line: The caller's line, named when an argument is out of range.
-  /// - Precondition: `failureRatio` is in `(0, 1]`, `minimumThroughput` is 1 or more, and both
-  ///   durations are more than zero; otherwise the program stops with a message naming the
-  ///   argument and the caller's line.
   public init<C: Clock>(
     name: String? = nil, failureRatio: Double = 0.1, minimumThroughput: Int = 100,
     samplingDuration: Duration = .seconds(30), breakDuration: Duration = .seconds(5),
