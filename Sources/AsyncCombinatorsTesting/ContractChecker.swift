@@ -123,11 +123,18 @@ public struct ContractChecker: Sendable {
   public var seed: UInt64?
 
   /// A checker with these settings.
+  ///
+  /// - Precondition: `runs` and `threads` are at least 1; otherwise the program stops with a
+  ///   message naming the caller's line.
   public init(
     runs: Int = 200, threads: Int = 4, lateness: Duration = .milliseconds(250),
-    settleTimeout: Duration = .seconds(5), seed: UInt64? = nil
+    settleTimeout: Duration = .seconds(5), seed: UInt64? = nil,
+    file: StaticString = #fileID, line: UInt = #line
   ) {
-    precondition(runs > 0 && threads > 0, "ContractChecker: runs and threads must be positive")
+    require(
+      runs > 0 && threads > 0,
+      "ContractChecker(runs: \(runs), threads: \(threads)): both must be at least 1",
+      file: file, line: line)
     self.runs = runs
     self.threads = threads
     self.lateness = lateness

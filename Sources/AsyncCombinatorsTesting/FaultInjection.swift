@@ -21,6 +21,8 @@ extension AsyncFunc {
   /// // prints true
   /// ```
   ///
+  /// - Precondition: `rate` is in `[0, 1]`; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - rate: The chance that a run fails, in `[0, 1]`.
   ///   - error: What the failing runs fail with.
@@ -32,7 +34,7 @@ extension AsyncFunc {
     rate: Double, error: any Error, seed: UInt64 = 0, file: StaticString = #fileID,
     line: UInt = #line
   ) -> AsyncFunc {
-    precondition(
+    require(
       rate >= 0 && rate <= 1, "injectingFaults(rate: \(rate)): the rate must be in [0, 1]",
       file: file, line: line)
     let draws = FaultDraws(seed: seed)
@@ -65,6 +67,8 @@ extension AsyncFunc {
   /// // prints success(7)
   /// ```
   ///
+  /// - Precondition: `rate` is in `[0, 1]` and `delay` is not negative; otherwise the program
+  ///   stops with a message naming the caller's line.
   /// - Parameters:
   ///   - rate: The chance that a run is delayed, in `[0, 1]`.
   ///   - delay: How long a delayed run waits before it starts; 0 or more.
@@ -77,7 +81,7 @@ extension AsyncFunc {
     rate: Double, delay: Duration, clock: C = ContinuousClock(), seed: UInt64 = 0,
     file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(
+    require(
       rate >= 0 && rate <= 1, "injectingLatency(rate: \(rate)): the rate must be in [0, 1]",
       file: file, line: line)
     let draws = FaultDraws(seed: seed)

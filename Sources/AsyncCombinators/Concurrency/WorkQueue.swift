@@ -55,6 +55,8 @@ public final class WorkQueue: Sendable {
 
   /// A queue that runs at most `limit` jobs at once.
   ///
+  /// - Precondition: `limit` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - limit: How many jobs run at once; at least 1.
   ///   - capacity: How many jobs may wait, and for how long (on the continuous clock); a job
@@ -65,7 +67,7 @@ public final class WorkQueue: Sendable {
     limit: Int = 1, capacity: QueueLimit = .unbounded,
     file: StaticString = #fileID, line: UInt = #line
   ) {
-    precondition(
+    require(
       limit >= 1, "WorkQueue(limit: \(limit)): the limit must be at least 1", file: file,
       line: line)
     var clock: AdmissionClock?
@@ -138,10 +140,15 @@ public final class WorkQueue: Sendable {
 
   /// How many jobs run at once. Setting it takes effect at once: raising it starts that many
   /// more waiting jobs; lowering it lets running jobs finish and starts none until fewer run.
+  ///
+  /// - Precondition: At least 1; otherwise the program stops with a message. A setter takes no
+  ///   `file:` or `line:`, so the message names this line of the library, not the caller's.
   public var limit: Int {
     get { gate.capacity }
     set {
-      precondition(newValue >= 1, "WorkQueue.limit = \(newValue): the limit must be at least 1")
+      require(
+        newValue >= 1, "WorkQueue.limit = \(newValue): the limit must be at least 1",
+        file: #fileID, line: #line)
       gate.setCapacity(newValue)
     }
   }

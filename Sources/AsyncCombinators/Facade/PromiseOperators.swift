@@ -165,6 +165,8 @@ extension Promise {
 /// // prints fast mirror
 /// ```
 ///
+/// - Precondition: `promises` is not empty; otherwise the program stops with a message naming the
+///   caller's line.
 /// - Parameters:
 ///   - promises: The contenders; at least one.
 ///   - file: The caller's file, named when `promises` is empty.

@@ -18,6 +18,8 @@ extension AsyncFunc where Output == Bool {
   /// // prints ["swift.org", "llvm.org"]
   /// ```
   ///
+  /// - Precondition: `limit` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - limit: The most predicates running at once; at least 1.
   ///   - acceptableFailure: How many predicates may fail before the whole does.

@@ -12,6 +12,8 @@ extension AsyncFunc {
   /// // prints sent b
   /// ```
   ///
+  /// - Precondition: `limit` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.
@@ -45,6 +47,8 @@ extension AsyncFunc {
   /// // prints [1, 3]
   /// ```
   ///
+  /// - Precondition: `limit` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.

@@ -42,6 +42,8 @@ extension AsyncFunc {
   /// // prints [1, 4, 9]
   /// ```
   ///
+  /// - Precondition: `limit` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - limit: The most elements running at once; at least 1.
   ///   - acceptableFailure: How many elements may fail before the whole does.
@@ -125,6 +127,6 @@ extension AsyncFunc {
 /// Stops the program when a fold's limit is below 1, naming the fold as the caller wrote it
 /// and the caller's line: a limit of 0 would never finish, and a silent clamp would hide it.
 func checkFoldLimit(_ limit: Int, of fold: String, file: StaticString, line: UInt) {
-  precondition(
+  require(
     limit >= 1, "\(fold)(limit: \(limit)): the limit must be at least 1", file: file, line: line)
 }

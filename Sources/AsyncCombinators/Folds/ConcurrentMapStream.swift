@@ -44,6 +44,8 @@ extension AsyncFunc {
   /// // prints 16
   /// ```
   ///
+  /// - Precondition: `limit` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - source: The inputs; throwing or not. Its iterator need not be `Sendable`.
   ///   - limit: The most elements running at once; at least 1.
@@ -65,7 +67,7 @@ extension AsyncFunc {
     progress: (@Sendable (BatchProgress) -> Void)? = nil,
     file: StaticString = #fileID, line: UInt = #line
   ) -> ConcurrentMapSequence<Source, Output> where Source.Element == Input {
-    precondition(
+    require(
       limit >= 1, "concurrentMap(over:limit: \(limit)): the limit must be at least 1", file: file,
       line: line)
     return ConcurrentMapSequence(

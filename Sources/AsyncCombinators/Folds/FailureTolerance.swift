@@ -26,6 +26,8 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
 
   /// At most `count` elements may fail.
   ///
+  /// - Precondition: `count` is not negative; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - count: Not negative; `.count(0)` is ``zero``.
   ///   - file: The caller's file, named when `count` is negative.
@@ -33,7 +35,7 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
   public static func count(
     _ count: Int, file: StaticString = #fileID, line: UInt = #line
   ) -> FailureTolerance {
-    precondition(
+    require(
       count >= 0, "FailureTolerance.count(\(count)): the count must not be negative", file: file,
       line: line)
     return FailureTolerance(kind: .count(count))
@@ -42,6 +44,8 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
   /// At most this fraction of the elements may fail: 2 failures of 12 exceed `.ratio(0.1)`
   /// (1.2 allowed, so 1) and are within `.ratio(0.2)` (2.4 allowed, so 2).
   ///
+  /// - Precondition: `fraction` is in `0...1`; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - fraction: In `0...1`.
   ///   - file: The caller's file, named when `fraction` is out of range.
@@ -49,7 +53,7 @@ public struct FailureTolerance: Sendable, Hashable, CustomStringConvertible {
   public static func ratio(
     _ fraction: Double, file: StaticString = #fileID, line: UInt = #line
   ) -> FailureTolerance {
-    precondition(
+    require(
       (0...1).contains(fraction), "FailureTolerance.ratio(\(fraction)): the ratio must be in 0...1",
       file: file, line: line)
     return FailureTolerance(kind: .ratio(fraction))

@@ -36,6 +36,8 @@ extension AsyncFunc where Input: Hashable {
   /// // prints 1 success("user1")
   /// ```
   ///
+  /// - Precondition: `maxBatchSize` is at least 1; otherwise the program stops with a message
+  ///   naming the caller's line.
   /// - Parameters:
   ///   - load: Loads a batch of keys, one output per key, in order.
   ///   - maxBatchSize: The most keys in one call of `load`; at least 1.
@@ -70,6 +72,8 @@ extension AsyncFunc where Input: Hashable {
   /// // prints user1
   /// ```
   ///
+  /// - Precondition: `maxBatchSize` is at least 1; otherwise the program stops with a message
+  ///   naming the caller's line.
   /// - Parameters:
   ///   - load: Loads a batch of keys, one outcome per key, in order.
   ///   - maxBatchSize: The most keys in one call of `load`; at least 1.
@@ -110,7 +114,7 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     file: StaticString, line: UInt,
     outcome: @escaping @Sendable (Element) -> Result<Value, any Error>
   ) {
-    precondition(
+    require(
       maxBatchSize >= 1, "batched(maxBatchSize: \(maxBatchSize)): it must be at least 1",
       file: file, line: line)
     self.load = load

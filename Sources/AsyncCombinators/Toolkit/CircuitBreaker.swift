@@ -67,6 +67,9 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
 
   /// Creates a closed breaker.
   ///
+  /// - Precondition: `failureRatio` is in `(0, 1]`, `minimumThroughput` is 1 or more, and both
+  ///   durations are more than zero; otherwise the program stops with a message naming the
+  ///   argument and the caller's line.
   /// - Parameters:
   ///   - name: What errors and descriptions call the breaker.
   ///   - failureRatio: The share of failures, in `(0, 1]`, at which the breaker opens.
@@ -79,24 +82,29 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
   ///   - isFailure: Whether an error counts as a failure; an error it declines counts as
   ///     nothing.
   ///   - clock: The clock the durations are measured on; `ContinuousClock()` unless given.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
   public init<C: Clock>(
     name: String? = nil, failureRatio: Double = 0.1, minimumThroughput: Int = 100,
     samplingDuration: Duration = .seconds(30), breakDuration: Duration = .seconds(5),
     isFailure: @escaping @Sendable (any Error) -> Bool = { _ in true },
-    clock: C = ContinuousClock()
+    clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line
   ) where C.Duration == Duration {
-    precondition(
+    require(
       failureRatio > 0 && failureRatio <= 1,
-      "CircuitBreaker(failureRatio: \(failureRatio)): must be in (0, 1]")
-    precondition(
+      "CircuitBreaker(failureRatio: \(failureRatio)): must be in (0, 1]", file: file, line: line)
+    require(
       minimumThroughput >= 1,
-      "CircuitBreaker(minimumThroughput: \(minimumThroughput)): must be at least 1")
-    precondition(
+      "CircuitBreaker(minimumThroughput: \(minimumThroughput)): must be at least 1", file: file,
+      line: line)
+    require(
       samplingDuration > .zero,
-      "CircuitBreaker(samplingDuration: \(samplingDuration)): must be more than zero")
-    precondition(
+      "CircuitBreaker(samplingDuration: \(samplingDuration)): must be more than zero", file: file,
+      line: line)
+    require(
       breakDuration > .zero,
-      "CircuitBreaker(breakDuration: \(breakDuration)): must be more than zero")
+      "CircuitBreaker(breakDuration: \(breakDuration)): must be more than zero", file: file,
+      line: line)
     self.name = name
     self.isFailure = isFailure
     // The default clock read directly, not through the generic one: an outcome reads it.

@@ -12,6 +12,8 @@ extension AsyncFunc where Input == Output {
   /// // prints fetch +> delay(0.2 seconds) +> fetchNext
   /// ```
   ///
+  /// - Precondition: `duration` is not negative; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - duration: How long to wait; not negative.
   ///   - clock: The clock the wait is measured on; `ContinuousClock()` unless given.
@@ -22,7 +24,7 @@ extension AsyncFunc where Input == Output {
     _ duration: Duration, clock: C = ContinuousClock(), file: StaticString = #fileID,
     line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(
+    require(
       duration >= .zero, "delay(\(duration)): the duration must not be negative", file: file,
       line: line)
     let timers = TimerClock(clock)

@@ -30,6 +30,8 @@ extension AsyncFunc {
   /// // prints success("user:7 from attempt 2")
   /// ```
   ///
+  /// - Precondition: `delay` and `maxHedges` are not negative; otherwise the program stops with a
+  ///   message naming the caller's line.
   /// - Parameters:
   ///   - delay: How long to wait for a result before starting the next attempt; 0 or more. A
   ///     century or more never comes: no hedge starts.
@@ -43,10 +45,10 @@ extension AsyncFunc {
     after delay: Duration, maxHedges: Int = 1, clock: C = ContinuousClock(),
     file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(
+    require(
       delay >= .zero, "hedged(after: \(delay)): the delay must not be negative", file: file,
       line: line)
-    precondition(
+    require(
       maxHedges >= 0, "hedged(maxHedges: \(maxHedges)): must not be negative", file: file,
       line: line)
     var call = "hedged(after: \(delay)"

@@ -20,6 +20,8 @@ extension AsyncFunc {
   /// // prints ["a.mp4", "b.mp4"]
   /// ```
   ///
+  /// - Precondition: `n` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
   /// - Parameters:
   ///   - n: The most runs in flight at once; at least 1.
   ///   - file: The caller's file, named when `n` is out of range.
@@ -27,7 +29,7 @@ extension AsyncFunc {
   /// - Returns: A function with the same input and output, gated.
   /// - Complexity: O(1) amortized per run to enter and leave the gate.
   public func limit(_ n: Int, file: StaticString = #fileID, line: UInt = #line) -> AsyncFunc {
-    precondition(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
+    require(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
     return limitedStage(LimitedFunction(Admission(capacity: n), program), call: "limit(\(n))")
   }
 

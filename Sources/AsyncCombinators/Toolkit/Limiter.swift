@@ -26,17 +26,19 @@ public final class Limiter: Sendable, CustomStringConvertible {
 
   /// A limiter of work in flight: at most `concurrency` weight at once.
   ///
+  /// - Precondition: `concurrency` is at least 1; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - concurrency: The most weight in flight at once; at least 1.
   ///   - queue: How many runs may wait, and for how long.
-  ///   - clock: The clock a ``QueueLimit/wait(_:)`` limit counts on.
+  ///   - clock: The clock a ``QueueLimit/wait(_:file:line:)`` limit counts on.
   ///   - file: The caller's file, named when `concurrency` is out of range.
   ///   - line: The caller's line, named when `concurrency` is out of range.
   public init<C: Clock>(
     concurrency: Int, queue: QueueLimit = .unbounded, clock: C = ContinuousClock(),
     file: StaticString = #fileID, line: UInt = #line
   ) where C.Duration == Duration {
-    precondition(
+    require(
       concurrency >= 1, "Limiter(concurrency: \(concurrency)): the concurrency must be at least 1",
       file: file, line: line)
     var timed: AdmissionClock?
@@ -51,7 +53,7 @@ public final class Limiter: Sendable, CustomStringConvertible {
   /// - Parameters:
   ///   - rate: How many permits per period, and how they come back.
   ///   - queue: How many runs may wait, and for how long.
-  ///   - clock: The clock the rate and a ``QueueLimit/wait(_:)`` limit count on.
+  ///   - clock: The clock the rate and a ``QueueLimit/wait(_:file:line:)`` limit count on.
   public init<C: Clock>(
     rate: RateLimit, queue: QueueLimit = .unbounded, clock: C = ContinuousClock()
   ) where C.Duration == Duration {
@@ -106,6 +108,9 @@ extension AsyncFunc {
   /// // prints 2
   /// ```
   ///
+  /// - Precondition: `weight` is from 1 to the limiter's largest weight: its concurrency, or its
+  ///   rate's burst (a token bucket) or permits (a window); otherwise the program stops with a
+  ///   message naming the caller's line.
   /// - Parameters:
   ///   - limiter: The shared limiter.
   ///   - weight: How much of the limiter a run takes; from 1 to the limiter's concurrency
@@ -117,7 +122,7 @@ extension AsyncFunc {
   public func limited(
     by limiter: Limiter, weight: Int = 1, file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
-    precondition(
+    require(
       weight >= 1 && weight <= limiter.largestWeight,
       "limited(by:weight: \(weight)): the weight must be from 1 to \(limiter.largestWeight)",
       file: file, line: line)

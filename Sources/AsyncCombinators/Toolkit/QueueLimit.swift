@@ -38,6 +38,8 @@ public struct QueueLimit: Sendable, Hashable, CustomStringConvertible {
 
   /// At most `n` waiting; the next one to arrive is rejected at once.
   ///
+  /// - Precondition: `n` is not negative; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - n: How many may wait; zero is the same as ``none``.
   ///   - file: The caller's file, named when `n` is negative.
@@ -46,16 +48,28 @@ public struct QueueLimit: Sendable, Hashable, CustomStringConvertible {
   public static func count(
     _ n: Int, file: StaticString = #fileID, line: UInt = #line
   ) -> QueueLimit {
-    precondition(
+    require(
       n >= 0, "QueueLimit.count(\(n)): the count must not be negative", file: file, line: line)
     return QueueLimit(.count(n))
   }
 
   /// A waiter gives up after `d` on the limiter's clock and fails with ``LimitExceeded``.
   ///
-  /// - Parameter d: The longest wait.
+  /// - Precondition: `d` is not negative, as for every duration you pass the library;
+  ///   otherwise the program stops with a message naming the caller's line.
+  /// - Parameters:
+  ///   - d: The longest wait; zero or more.
+  ///   - file: The caller's file, named when `d` is negative.
+  ///   - line: The caller's line, named when `d` is negative.
   /// - Returns: The limit.
-  public static func wait(_ d: Duration) -> QueueLimit { QueueLimit(.wait(d)) }
+  public static func wait(
+    _ d: Duration, file: StaticString = #fileID, line: UInt = #line
+  ) -> QueueLimit {
+    require(
+      d >= .zero, "QueueLimit.wait(\(d)): the longest wait must not be negative", file: file,
+      line: line)
+    return QueueLimit(.wait(d))
+  }
 
   /// `unbounded`, `none`, `count(n)` or `wait(d)`.
   public var description: String {

@@ -20,6 +20,8 @@ extension AsyncFunc {
   /// // prints mirror2/swift.tar.gz
   /// ```
   ///
+  /// - Precondition: `functions` is not empty; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - functions: The contenders; at least one.
   ///   - file: The caller's file, named when `functions` is empty.
@@ -29,7 +31,7 @@ extension AsyncFunc {
   public static func race(
     _ functions: [AsyncFunc], file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
-    precondition(
+    require(
       !functions.isEmpty, "race([]): a race needs at least one function", file: file, line: line)
     let name = "race(\(functions.map(\.description).joined(separator: ", ")))"
     let contenders = functions.map(\.program)

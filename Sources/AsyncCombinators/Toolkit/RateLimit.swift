@@ -27,6 +27,8 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///
   /// Over any interval of length *T*, at most `burst + permits × T / period` runs start.
   ///
+  /// - Precondition: `permits` and `burst` are at least 1 and `period` is more than zero; otherwise
+  ///   the program stops with a message naming the caller's line.
   /// - Parameters:
   ///   - permits: How many permits come back per `period`; at least 1.
   ///   - period: The period; more than zero.
@@ -40,7 +42,7 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ) -> RateLimit {
     check(permits, period, file, line)
     let burst = burst ?? permits
-    precondition(
+    require(
       burst >= 1, "RateLimit.tokenBucket: the burst must be at least 1", file: file, line: line)
     return RateLimit(.tokenBucket(permits: permits, period: period, burst: burst))
   }
@@ -50,6 +52,8 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   ///
   /// Up to twice `permits` may start around a window's edge.
   ///
+  /// - Precondition: `permits` is at least 1 and `period` is more than zero; otherwise the program
+  ///   stops with a message naming the caller's line.
   /// - Parameters:
   ///   - permits: How many per window; at least 1.
   ///   - period: The window's length; more than zero.
@@ -66,6 +70,8 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   /// At most `permits` runs start in any `segments` consecutive segments of
   /// `period / segments`: a window that slides a segment at a time.
   ///
+  /// - Precondition: `permits` and `segments` are at least 1 and `period` is more than zero;
+  ///   otherwise the program stops with a message naming the caller's line.
   /// - Parameters:
   ///   - permits: How many per window; at least 1.
   ///   - period: The window's length; more than zero.
@@ -78,7 +84,7 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
     file: StaticString = #fileID, line: UInt = #line
   ) -> RateLimit {
     check(permits, period, file, line)
-    precondition(
+    require(
       segments >= 1, "RateLimit.slidingWindow: segments must be at least 1", file: file,
       line: line)
     return RateLimit(.slidingWindow(permits: permits, period: period, segments: segments))
@@ -87,10 +93,10 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   private static func check(
     _ permits: Int, _ period: Duration, _ file: StaticString, _ line: UInt
   ) {
-    precondition(
+    require(
       permits >= 1, "RateLimit: permits must be at least 1, not \(permits)", file: file,
       line: line)
-    precondition(
+    require(
       period > .zero, "RateLimit: the period must be more than zero", file: file, line: line)
   }
 

@@ -30,6 +30,8 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
 
   /// Creates an empty cache.
   ///
+  /// - Precondition: `capacity` is not negative and `lifetime`, when given, is more than zero;
+  ///   otherwise the program stops with a message naming the caller's line.
   /// - Parameters:
   ///   - name: What descriptions call the cache.
   ///   - lifetime: How long an entry is kept, from when it was stored, on `clock`; `nil` keeps
@@ -47,11 +49,11 @@ public final class ResultCache<Key: Hashable & Sendable, Value: Sendable>: Senda
     cachingFailures: Bool = false, clock: C = ContinuousClock(),
     file: StaticString = #fileID, line: UInt = #line
   ) where C.Duration == Duration {
-    precondition(
+    require(
       capacity >= 0, "ResultCache(capacity: \(capacity)): the capacity must not be negative",
       file: file, line: line)
     if let lifetime {
-      precondition(
+      require(
         lifetime > .zero, "ResultCache(lifetime: \(lifetime)): the lifetime must be positive",
         file: file, line: line)
     }

@@ -29,6 +29,8 @@ extension AsyncFunc {
   /// // prints a.mov 3
   /// ```
   ///
+  /// - Precondition: `times`, `delay` and `maxDelay` are not negative, and `backoff` is finite and
+  ///   at least 1; otherwise the program stops with a message naming the caller's line.
   /// - Parameters:
   ///   - times: How many times to retry after the first attempt; 0 or more.
   ///   - delay: The wait before the first retry; zero retries at once.
@@ -49,16 +51,16 @@ extension AsyncFunc {
     if shouldRetry: @escaping @Sendable (any Error) -> Bool = { _ in true },
     clock: C = ContinuousClock(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(
+    require(
       times >= 0, "retry(\(times)): the number of retries must not be negative", file: file,
       line: line)
-    precondition(
+    require(
       delay >= .zero, "retry(delay: \(delay)): the delay must not be negative", file: file,
       line: line)
-    precondition(
+    require(
       backoff >= 1 && backoff.isFinite, "retry(backoff: \(backoff)): the backoff must be >= 1",
       file: file, line: line)
-    precondition(
+    require(
       (maxDelay ?? .zero) >= .zero,
       "retry(maxDelay: \(maxDelay ?? .zero)): the longest wait must not be negative", file: file,
       line: line)

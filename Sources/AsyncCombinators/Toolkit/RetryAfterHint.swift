@@ -15,5 +15,8 @@
 /// ```
 public protocol RetryAfterHint: Error {
   /// How long to wait before the next attempt; `nil` when the error gives no hint.
+  ///
+  /// A negative hint is not a misuse: it is waited as zero, as an HTTP client treats a
+  /// `Retry-After` date already past, since a server's clock, not the program, wrote it.
   var retryAfter: Duration? { get }
 }

@@ -29,15 +29,27 @@ public final class RetryBudget: Sendable {
 
   /// Creates a full budget.
   ///
+  /// - Precondition: `tokens >= 0`, `retryCost >= 1` and `successRefund >= 0`; otherwise the
+  ///   program stops with a message naming the argument and the caller's line.
   /// - Parameters:
   ///   - tokens: What the budget holds when full; 0 or more.
   ///   - retryCost: What each retry spends; 1 or more.
   ///   - successRefund: What each success gives back, up to `tokens`; 0 or more.
-  public init(tokens: Int = 500, retryCost: Int = 5, successRefund: Int = 1) {
-    precondition(tokens >= 0, "RetryBudget(tokens: \(tokens)): must not be negative")
-    precondition(retryCost >= 1, "RetryBudget(retryCost: \(retryCost)): must be at least 1")
-    precondition(
-      successRefund >= 0, "RetryBudget(successRefund: \(successRefund)): must not be negative")
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
+  public init(
+    tokens: Int = 500, retryCost: Int = 5, successRefund: Int = 1,
+    file: StaticString = #fileID, line: UInt = #line
+  ) {
+    require(
+      tokens >= 0, "RetryBudget(tokens: \(tokens)): must not be negative", file: file,
+      line: line)
+    require(
+      retryCost >= 1, "RetryBudget(retryCost: \(retryCost)): must be at least 1", file: file,
+      line: line)
+    require(
+      successRefund >= 0, "RetryBudget(successRefund: \(successRefund)): must not be negative",
+      file: file, line: line)
     self.tokens = tokens
     self.retryCost = retryCost
     self.successRefund = successRefund

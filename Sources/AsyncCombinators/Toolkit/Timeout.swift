@@ -25,6 +25,8 @@ extension AsyncFunc {
   /// // prints failure(TimeoutError: no result within 0.05 seconds)
   /// ```
   ///
+  /// - Precondition: `duration` is not negative; otherwise the program stops with a message naming
+  ///   the caller's line.
   /// - Parameters:
   ///   - duration: The time allowed, from the start of the run; not negative.
   ///   - clock: The clock the deadline is measured on; `ContinuousClock()` unless given.
@@ -36,7 +38,7 @@ extension AsyncFunc {
     _ duration: Duration, clock: C = ContinuousClock(), file: StaticString = #fileID,
     line: UInt = #line
   ) -> AsyncFunc where C.Duration == Duration {
-    precondition(
+    require(
       duration >= .zero, "timeout(\(duration)): the duration must not be negative", file: file,
       line: line)
     let inner = program
