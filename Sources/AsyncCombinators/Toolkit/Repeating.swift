@@ -1,6 +1,7 @@
 extension AsyncFunc {
-  /// Runs again after each success, waiting as `schedule` says, until `done` holds for an output or the
-  /// schedule ends; the result is the last output. A failure ends it with that error.
+  /// Runs again after each success, waiting as `schedule` says, until `done` holds for an
+  /// output or the schedule ends; the result is the last output. A failure ends it with that
+  /// error.
   ///
   /// Polling in one line: the first run starts at once; after each output `done` declines,
   /// the schedule gives the wait before the next run, and when it ends instead, the run ends
