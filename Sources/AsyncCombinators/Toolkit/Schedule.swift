@@ -24,7 +24,8 @@
 /// schedule nested a thousand deep uses no deeper stack than a flat one.
 ///
 /// ```swift
-/// let backoff = Schedule.exponential(.milliseconds(100)).capped(at: .seconds(2)).upTo(.seconds(30))
+/// let backoff = Schedule.exponential(.milliseconds(100)).capped(at: .seconds(2))
+///   .upTo(.seconds(30))
 /// print(backoff)
 /// // prints Schedule.exponential(0.1 seconds).capped(at: 2.0 seconds).upTo(30.0 seconds)
 /// ```
@@ -102,7 +103,8 @@ public struct Schedule: Sendable, CustomStringConvertible {
     return Schedule(.exponential(base, factor: factor), call)
   }
 
-  /// Waits `one`, `one`, `2 × one`, `3 × one`, `5 × one`, …: each wait the sum of the two before.
+  /// Waits `one`, `one`, `2 × one`, `3 × one`, `5 × one`, …: each wait the sum of the two
+  /// before.
   ///
   /// - Precondition: `one` is not negative.
   /// - Parameter one: The first two waits.
@@ -182,8 +184,9 @@ public struct Schedule: Sendable, CustomStringConvertible {
   }
 
   /// This schedule with each wait spread at random by `jitter`, drawn afresh for every wait
-  /// of every run, as ``AsyncFunc/retry(_:delay:backoff:maxDelay:jitter:budget:if:clock:file:line:)``
-  /// draws them.
+  /// of every run, as the counted
+  /// ``AsyncFunc/retry(_:delay:backoff:maxDelay:jitter:budget:if:clock:file:line:)`` draws
+  /// them.
   ///
   /// For a wait *w*: `.full` draws in `[0, w]`, `.equal` in `[w/2, w]`, `.decorrelated` in
   /// `[w, 3 × the previous drawn wait]` (the first in `[w, 3w]`). A seeded jitter draws the
