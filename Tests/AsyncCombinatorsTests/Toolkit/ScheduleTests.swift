@@ -1,4 +1,5 @@
 import AsyncCombinatorsTesting
+import Dispatch
 import Synchronization
 import Testing
 
@@ -409,5 +410,18 @@ private func ms(_ values: Int...) -> [Duration] { values.map { .milliseconds($0)
     token.cancel()
     #expect(outcome.withLock { $0?.failure } is CancellationError)
     #expect(clock.nextDeadline == nil)
+  }
+}
+
+@Suite struct ScheduleLeakTests {
+  @Test func finished_scheduled_runs_release_their_completion() async {
+    let failing = AsyncFunc<Int, Int> { _, complete in
+      DispatchQueue.global().async { complete(.failure(TestError(1))) }
+    }
+    let retried = failing.retry(.spaced(.milliseconds(1)).intersection(.recurs(2)))
+    #expect(await ToolkitLeakTests.leaksCompletion(retried, 1) == false)
+    let polled = ToolkitLeakTests.hop.repeating(
+      .spaced(.milliseconds(1)).upTo(.seconds(5)).intersection(.recurs(2)), until: { _ in false })
+    #expect(await ToolkitLeakTests.leaksCompletion(polled, 1) == false)
   }
 }
