@@ -57,7 +57,8 @@ example("the combinations") {
     complete(.failure(PlaygroundError("no")))
   }
   let either = Schedule.exponential(.milliseconds(100)).union(.spaced(.milliseconds(250)))
-  print(starts(of: call.retry(either.intersection(.recurs(4)), clock: clock), on: clock, recorded: tries))
+  let retried = call.retry(either.intersection(.recurs(4)), clock: clock)
+  print(starts(of: retried, on: clock, recorded: tries))
   // prints failure(no)
   // prints [0.0 seconds, 0.1 seconds, 0.3 seconds, 0.55 seconds, 0.8 seconds]
 }
