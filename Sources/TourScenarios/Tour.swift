@@ -14,6 +14,7 @@ public enum Tour {
     orderedSubmission,
     largeBatch,
     resilience,
+    pollingAnExport,
     downloadManager,
     doTheWorkOnce,
   ]

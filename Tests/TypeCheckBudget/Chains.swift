@@ -1,6 +1,6 @@
-// The Promise chains that .ci/typecheck-budget type-checks against the built module: each
-// expression must type-check in under 500 ms (they take well under 100 ms). Not compiled
-// into any target; nothing here runs.
+// The Promise and Schedule chains that .ci/typecheck-budget type-checks against the built
+// module: each expression must type-check in under 500 ms (they take well under 100 ms). Not
+// compiled into any target; nothing here runs.
 import AsyncCombinators
 
 func twelveIncrements() -> CancellationToken {
@@ -221,4 +221,18 @@ func aBoundHeadThenConversionsWithAnnotatedParameters() -> Promise<Int> {
     .then { (x: Int) in Double(x) }
     .then { (d: Double) in Int(d * 2) }
     .then { $0 + 1 }
+}
+
+func aScheduleChainInRetryAndRepeatingOperands() -> AsyncFunc<Int, String> {
+  let fetch = AsyncFunc<Int, String>.async(name: "fetch") { "user\($0)" }
+  let status = AsyncFunc<String, Int>.async(name: "status") { $0.count }
+  let label = AsyncFunc<Int, String>.sync(name: "label") { "n\($0)" }
+  return fetch.retry(
+    .exponential(.milliseconds(100)).capped(at: .seconds(2)).jittered(.full)
+      .union(.spaced(.milliseconds(250))).intersection(.recurs(5)).upTo(.seconds(30))
+      .andThen(.spaced(.seconds(5)).intersection(.recurs(3))),
+    if: { !($0 is CancellationError) })
+    +> status.repeating(.spaced(.seconds(1)).upTo(.seconds(60)), until: { $0 > 3 })
+    +> label.retry(.fibonacci(.milliseconds(10)).intersection(.recurs(4))).timeout(.seconds(9))
+    +> status.retry(2, delay: .milliseconds(10)) +> label
 }

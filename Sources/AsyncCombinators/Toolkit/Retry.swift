@@ -17,6 +17,13 @@ extension AsyncFunc {
   /// on `clock`: Dispatch timers by default, or a `TestClock` (from `AsyncCombinatorsTesting`)
   /// whose `advance` starts each retry on the test's own thread.
   ///
+  /// Without a hint, its waits are those of the schedule
+  /// `.exponential(delay, factor: backoff).capped(at: maxDelay).jittered(jitter)
+  /// .intersection(.recurs(times))` given to ``retry(_:budget:if:clock:)`` (drop `capped` without
+  /// a `maxDelay`); a `.decorrelated` jitter draws from `delay` alone, as
+  /// `.spaced(delay).jittered(.decorrelated).capped(at: maxDelay)` nearly does. The schedule
+  /// form raises a hinted wait to the hint, above the cap, where this one caps the hint.
+  ///
   /// ```swift
   /// let attempts = Counter()  // next() returns 0, 1, 2, … and counts the calls in value
   /// let flaky = AsyncFunc<String, String>(name: "upload") { file, complete in
