@@ -92,13 +92,19 @@ public struct Schedule: Sendable, CustomStringConvertible {
   /// - Parameters:
   ///   - base: The first wait.
   ///   - factor: What each wait is multiplied by for the next; 2 unless given.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
   /// - Returns: A schedule that never ends by itself.
-  public static func exponential(_ base: Duration, factor: Double = 2) -> Schedule {
-    precondition(
-      base >= .zero, "Schedule.exponential(\(base)): the base wait must not be negative")
-    precondition(
+  public static func exponential(
+    _ base: Duration, factor: Double = 2, file: StaticString = #fileID, line: UInt = #line
+  ) -> Schedule {
+    require(
+      base >= .zero, "Schedule.exponential(\(base)): the base wait must not be negative",
+      file: file, line: line)
+    require(
       factor >= 1 && factor.isFinite,
-      "Schedule.exponential(factor: \(factor)): the factor must be finite and at least 1")
+      "Schedule.exponential(factor: \(factor)): the factor must be finite and at least 1",
+      file: file, line: line)
     let call = factor == 2 ? "exponential(\(base))" : "exponential(\(base), factor: \(factor))"
     return Schedule(.exponential(base, factor: factor), call)
   }
@@ -107,21 +113,34 @@ public struct Schedule: Sendable, CustomStringConvertible {
   /// before.
   ///
   /// - Precondition: `one` is not negative.
-  /// - Parameter one: The first two waits.
+  /// - Parameters:
+  ///   - one: The first two waits.
+  ///   - file: The caller's file, named when the argument is out of range.
+  ///   - line: The caller's line, named when the argument is out of range.
   /// - Returns: A schedule that never ends by itself.
-  public static func fibonacci(_ one: Duration) -> Schedule {
-    precondition(one >= .zero, "Schedule.fibonacci(\(one)): the first wait must not be negative")
+  public static func fibonacci(
+    _ one: Duration, file: StaticString = #fileID, line: UInt = #line
+  ) -> Schedule {
+    require(
+      one >= .zero, "Schedule.fibonacci(\(one)): the first wait must not be negative", file: file,
+      line: line)
     return Schedule(.fibonacci(one), "fibonacci(\(one))")
   }
 
   /// Waits `interval` every time.
   ///
   /// - Precondition: `interval` is not negative.
-  /// - Parameter interval: Every wait.
+  /// - Parameters:
+  ///   - interval: Every wait.
+  ///   - file: The caller's file, named when the argument is out of range.
+  ///   - line: The caller's line, named when the argument is out of range.
   /// - Returns: A schedule that never ends by itself.
-  public static func spaced(_ interval: Duration) -> Schedule {
-    precondition(
-      interval >= .zero, "Schedule.spaced(\(interval)): the interval must not be negative")
+  public static func spaced(
+    _ interval: Duration, file: StaticString = #fileID, line: UInt = #line
+  ) -> Schedule {
+    require(
+      interval >= .zero, "Schedule.spaced(\(interval)): the interval must not be negative",
+      file: file, line: line)
     return Schedule(.spaced(interval), "spaced(\(interval))")
   }
 
@@ -129,10 +148,17 @@ public struct Schedule: Sendable, CustomStringConvertible {
   /// a count of tries.
   ///
   /// - Precondition: `times` is not negative.
-  /// - Parameter times: How many waits; `recurs(0)` ends at once.
+  /// - Parameters:
+  ///   - times: How many waits; `recurs(0)` ends at once.
+  ///   - file: The caller's file, named when the argument is out of range.
+  ///   - line: The caller's line, named when the argument is out of range.
   /// - Returns: A schedule of `times` waits.
-  public static func recurs(_ times: Int) -> Schedule {
-    precondition(times >= 0, "Schedule.recurs(\(times)): the count must not be negative")
+  public static func recurs(
+    _ times: Int, file: StaticString = #fileID, line: UInt = #line
+  ) -> Schedule {
+    require(
+      times >= 0, "Schedule.recurs(\(times)): the count must not be negative", file: file,
+      line: line)
     return Schedule(.recurs(times), "recurs(\(times))")
   }
 
@@ -159,11 +185,17 @@ public struct Schedule: Sendable, CustomStringConvertible {
   /// schedule's own waits, not a server's request.
   ///
   /// - Precondition: `maximum` is not negative.
-  /// - Parameter maximum: The longest wait.
+  /// - Parameters:
+  ///   - maximum: The longest wait.
+  ///   - file: The caller's file, named when the argument is out of range.
+  ///   - line: The caller's line, named when the argument is out of range.
   /// - Returns: A schedule that ends when this one does.
-  public func capped(at maximum: Duration) -> Schedule {
-    precondition(
-      maximum >= .zero, "Schedule.capped(at: \(maximum)): the maximum must not be negative")
+  public func capped(
+    at maximum: Duration, file: StaticString = #fileID, line: UInt = #line
+  ) -> Schedule {
+    require(
+      maximum >= .zero, "Schedule.capped(at: \(maximum)): the maximum must not be negative",
+      file: file, line: line)
     return appending(.capped(steps.count - 1, at: maximum), "capped(at: \(maximum))")
   }
 
@@ -175,11 +207,17 @@ public struct Schedule: Sendable, CustomStringConvertible {
   /// starts when it takes over.
   ///
   /// - Precondition: `elapsed` is not negative.
-  /// - Parameter elapsed: The time within which every wait must end.
+  /// - Parameters:
+  ///   - elapsed: The time within which every wait must end.
+  ///   - file: The caller's file, named when the argument is out of range.
+  ///   - line: The caller's line, named when the argument is out of range.
   /// - Returns: A schedule that ends when this one does, or when time is up.
-  public func upTo(_ elapsed: Duration) -> Schedule {
-    precondition(
-      elapsed >= .zero, "Schedule.upTo(\(elapsed)): the time allowed must not be negative")
+  public func upTo(
+    _ elapsed: Duration, file: StaticString = #fileID, line: UInt = #line
+  ) -> Schedule {
+    require(
+      elapsed >= .zero, "Schedule.upTo(\(elapsed)): the time allowed must not be negative",
+      file: file, line: line)
     return appending(.upTo(steps.count - 1, elapsed), "upTo(\(elapsed))")
   }
 
