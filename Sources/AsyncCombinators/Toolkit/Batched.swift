@@ -51,7 +51,8 @@ extension AsyncFunc where Input: Hashable {
     _ load: AsyncFunc<[Input], [Output]>, maxBatchSize: Int = .max,
     on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
-    Batcher(load, maxBatchSize: maxBatchSize, queue: queue, file: file, line: line) {
+    Batcher(load, maxBatchSize: maxBatchSize, closing: .queue, queue: queue, file: file, line: line)
+    {
       .success($0)
     }.function
   }
@@ -83,12 +84,88 @@ extension AsyncFunc where Input: Hashable {
     _ load: AsyncFunc<[Input], [Result<Output, any Error>]>, maxBatchSize: Int = .max,
     on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
-    Batcher(load, maxBatchSize: maxBatchSize, queue: queue, file: file, line: line) { $0 }
-      .function
+    Batcher(load, maxBatchSize: maxBatchSize, closing: .queue, queue: queue, file: file, line: line)
+    {
+      $0
+    }.function
+  }
+
+  /// Collects the runs made within `window` of a batch's first run into one call of `load`:
+  /// `batched` for callers that `await`, which do not all arrive in one turn of a queue.
+  ///
+  /// A batch opens at its first run and closes `window` later on `clock`. A batch that holds
+  /// `maxBatchSize` keys takes no new key: a run of a new key opens the next batch, with its
+  /// own window. Until its window ends, a batch, full or not, still takes runs of the keys it
+  /// holds, so the runs made within one window of `d` distinct keys make ⌈`d` / `maxBatchSize`⌉
+  /// calls, in whatever order they come. A closed batch is sent on `queue`. Keys, outputs,
+  /// duplicates, a count mismatch, a failure of `load` and cancellation are as in the other
+  /// `batched`; a batch whose runs have all been cancelled before it closes takes its timer
+  /// back and makes no call.
+  ///
+  /// Choose this form when the loads come from tasks (`async let`, a task group, separate
+  /// `await`s); the other form closes a batch at its block on `queue`, which adds no wait but
+  /// only collects the runs made before that block runs.
+  ///
+  /// ```swift
+  /// let usersByIDs = AsyncFunc<[Int], [String]>.sync(name: "usersByIDs") { ids in
+  ///   print("load", ids.count, "keys")
+  ///   return ids.map { "user\($0)" }
+  /// }
+  /// let user = AsyncFunc<Int, String>.batched(
+  ///   usersByIDs, maxBatchSize: 50, window: .milliseconds(100))
+  /// print(user)
+  /// async let ada = user(1)
+  /// async let grace = user(2)
+  /// print(try await [ada, grace])
+  /// // prints batched(usersByIDs, maxBatchSize: 50, window: 0.1 seconds)
+  /// // prints load 2 keys
+  /// // prints ["user1", "user2"]
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - load: Loads a batch of keys, one output per key, in order.
+  ///   - maxBatchSize: The most keys in one call of `load`; at least 1.
+  ///   - window: How long a batch stays open after its first run; not negative.
+  ///   - clock: The clock the window is measured on; `ContinuousClock()` unless given.
+  ///   - queue: Where a batch is sent once its window has closed.
+  ///   - file: The caller's file, named in a count mismatch and when `maxBatchSize` or
+  ///     `window` is out of range.
+  ///   - line: The caller's line, named likewise.
+  /// - Returns: A function that loads one key.
+  /// - Complexity: As the other form, plus one timer per batch.
+  public static func batched<C: Clock>(
+    _ load: AsyncFunc<[Input], [Output]>, maxBatchSize: Int = .max, window: Duration,
+    clock: C = ContinuousClock(), on queue: DispatchQueue = .global(),
+    file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc where C.Duration == Duration {
+    precondition(
+      window >= .zero, "batched(window: \(window)): the window must not be negative", file: file,
+      line: line)
+    return Batcher(
+      load, maxBatchSize: maxBatchSize, closing: .window(window, TimerClock(clock)), queue: queue,
+      file: file, line: line
+    ) { .success($0) }.function
   }
 }
 
-/// One `batched` loader: the batch open now, and how to send one.
+/// When a loader's batches close.
+private enum Closing: Sendable {
+  /// At the block each batch sends to the loader's queue when it opens.
+  case queue
+  /// This long after each batch opens, on the clock.
+  case window(Duration, TimerClock)
+}
+
+/// The batches of one loader that runs may join.
+private struct OpenBatches<Key: Hashable & Sendable, Value: Sendable> {
+  /// The batch a new key joins.
+  var current: Batch<Key, Value>?
+  /// With a window: the keys of full batches whose window has not ended, each to its batch,
+  /// which still takes runs of it.
+  var full: [Key: Batch<Key, Value>] = [:]
+}
+
+/// One `batched` loader: the batches open now, and how to send one.
 ///
 /// Every batch's state is behind `open`'s lock.
 private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: Sendable>:
@@ -99,15 +176,16 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
   let load: AsyncFunc<[Key], [Element]>
   let outcome: @Sendable (Element) -> Result<Value, any Error>
   let maxBatchSize: Int
+  let closing: Closing
   let queue: DispatchQueue
   /// Names `load` in a count mismatch.
   let loader: (name: String, fileID: String, line: Int)
   let call: String
-  let open = Locked<Batch<Key, Value>?>(nil)
+  let open = Locked(OpenBatches<Key, Value>())
 
   init(
-    _ load: AsyncFunc<[Key], [Element]>, maxBatchSize: Int, queue: DispatchQueue,
-    file: StaticString, line: UInt,
+    _ load: AsyncFunc<[Key], [Element]>, maxBatchSize: Int, closing: Closing,
+    queue: DispatchQueue, file: StaticString, line: UInt,
     outcome: @escaping @Sendable (Element) -> Result<Value, any Error>
   ) {
     precondition(
@@ -116,10 +194,13 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     self.load = load
     self.outcome = outcome
     self.maxBatchSize = maxBatchSize
+    self.closing = closing
     self.queue = queue
     loader = ("\(load)", "\(file)", Int(line))
-    call =
-      maxBatchSize == .max ? "batched(\(load))" : "batched(\(load), maxBatchSize: \(maxBatchSize))"
+    var arguments = "\(load)"
+    if maxBatchSize != .max { arguments += ", maxBatchSize: \(maxBatchSize)" }
+    if case .window(let window, _) = closing { arguments += ", window: \(window)" }
+    call = "batched(\(arguments))"
   }
 
   var function: AsyncFunc<Key, Value> {
@@ -128,32 +209,72 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     }
   }
 
+  private var windowed: Bool {
+    if case .window = closing { true } else { false }
+  }
+
   private func run(_ key: Key, token: CancellationToken, complete: @escaping Completion) {
+    let windowed = windowed
     let (batch, watches, opened, full) = open.withLock {
       open -> (Batch<Key, Value>, Bool, Bool, (batch: Batch<Key, Value>, keys: [Key])?) in
-      // A full batch still takes the keys it holds; a new key closes it and opens the next.
-      var full: (batch: Batch<Key, Value>, keys: [Key])?
-      if let current = open, !current.hasRoom(for: key, atMost: maxBatchSize) {
-        full = (current, current.close())
-        open = nil
+      // With a window, a full batch takes runs of its keys until its window ends.
+      if windowed, let holding = open.full[key] {
+        return (holding, holding.add(key, complete, waitingOn: token), false, nil)
       }
-      let opened = open == nil
-      let batch = open ?? Batch()
-      open = batch
+      // A full batch still takes the keys it holds; a new key opens the next batch, and
+      // without a window closes the full one.
+      var full: (batch: Batch<Key, Value>, keys: [Key])?
+      if let current = open.current, !current.hasRoom(for: key, atMost: maxBatchSize) {
+        if windowed {
+          for held in current.heldKeys { open.full[held] = current }
+        } else {
+          full = (current, current.close())
+        }
+        open.current = nil
+      }
+      let opened = open.current == nil
+      let batch = open.current ?? Batch()
+      open.current = batch
       return (batch, batch.add(key, complete, waitingOn: token), opened, full)
     }
-    if opened {
+    if opened { arm(batch) }
+    if watches { watch(token, batch) }
+    if let full { send(full.batch, full.keys) }
+  }
+
+  /// Arranges for a batch that has just opened to close.
+  private func arm(_ batch: Batch<Key, Value>) {
+    switch closing {
+    case .queue:
       queue.async {
         let keys = self.open.withLock { open -> [Key]? in
-          guard open === batch else { return nil }  // Closed full already.
-          open = nil
+          guard open.current === batch else { return nil }  // Closed full already.
+          open.current = nil
           return batch.close()
         }
         if let keys { self.send(batch, keys) }
       }
+    case .window(let window, let timers):
+      // Scheduled outside the lock: a clock whose time has passed the deadline fires at once.
+      let timer = timers.deadline(after: window).schedule { self.closeWindow(of: batch) }
+      let kept = open.withLock { _ in batch.keep(timer) }
+      if !kept { timer.cancel() }
     }
-    if watches { watch(token, batch) }
-    if let full { send(full.batch, full.keys) }
+  }
+
+  /// The window of `batch` has ended: it closes, and is sent on the queue.
+  private func closeWindow(of batch: Batch<Key, Value>) {
+    let keys = open.withLock { open -> [Key]? in
+      guard !batch.isClosed else { return nil }  // Every run left already.
+      let keys = batch.close()
+      if open.current === batch {
+        open.current = nil
+      } else {
+        for key in keys where open.full[key] === batch { open.full[key] = nil }
+      }
+      return keys
+    }
+    if let keys { queue.async { self.send(batch, keys) } }
   }
 
   /// Registers the one handler on `token` that takes every run of `batch` waiting on it out.
@@ -171,7 +292,19 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
 
   /// `token` was cancelled: its runs leave the batch, each with `CancellationError`.
   private func leave(_ batch: Batch<Key, Value>, _ token: CancellationToken) {
-    let (left, cancel) = open.withLock { _ in batch.remove(waitingOn: token) }
+    let windowed = windowed
+    let (left, cancel, timer) = open.withLock {
+      open -> ([Batch<Key, Value>.Waiter], Bool, ScheduledTimer?) in
+      let (left, cancel, dropped) = batch.remove(waitingOn: token)
+      guard windowed else { return (left, cancel, nil) }
+      for key in dropped where open.full[key] === batch { open.full[key] = nil }
+      // A batch with a window that every run has left ends now, and takes its timer back.
+      guard !batch.isClosed, batch.liveKeys == 0 else { return (left, cancel, nil) }
+      if open.current === batch { open.current = nil }
+      _ = batch.close()
+      return (left, cancel, batch.timer)
+    }
+    timer?.cancel()
     for waiter in left { waiter.complete(.failure(CancellationError())) }
     if cancel { batch.token.cancel() }
   }
@@ -232,9 +365,23 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
   private var watches: [ObjectIdentifier: Watch] = [:]
   /// Closed: no key joins or leaves it any more.
   private var closed = false
+  /// With a window: the timer that closes the batch, once armed.
+  private(set) var timer: ScheduledTimer?
   private var delivered = false
   /// Each slot's position among the keys sent.
   private var positions: [Int] = []
+
+  var isClosed: Bool { closed }
+
+  /// The keys some run still asks for.
+  var heldKeys: [Key] { keys.compactMap { $0 } }
+
+  /// Keeps the timer that closes the batch; `false` if it has closed meanwhile.
+  func keep(_ timer: ScheduledTimer) -> Bool {
+    guard !closed else { return false }
+    self.timer = timer
+    return true
+  }
 
   /// Whether a run of `key` may join: the batch holds the key, or fewer than `most` keys.
   func hasRoom(for key: Key, atMost most: Int) -> Bool {
@@ -287,28 +434,30 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
     return true
   }
 
-  /// Takes out the runs waiting on a cancelled `token`; returns them, and whether the batch's
-  /// call is now to be cancelled (the batch was sent and no run is left). Keys no run asks for
-  /// any more leave a batch not yet sent.
-  func remove(waitingOn token: CancellationToken) -> ([Waiter], Bool) {
+  /// Takes out the runs waiting on a cancelled `token`; returns them, whether the batch's call
+  /// is now to be cancelled (the batch was sent and no run is left), and the keys no run asks
+  /// for any more, which leave a batch not yet sent.
+  func remove(waitingOn token: CancellationToken) -> ([Waiter], Bool, [Key]) {
     let id = ObjectIdentifier(token)
-    guard watches.removeValue(forKey: id) != nil else { return ([], false) }
+    guard watches.removeValue(forKey: id) != nil else { return ([], false, []) }
     var left: [Waiter] = []
     waiters.removeAll { waiter in
       guard waiter.token == id else { return false }
       left.append(waiter)
       return true
     }
-    guard !closed else { return (left, waiters.isEmpty && !delivered) }
+    guard !closed else { return (left, waiters.isEmpty && !delivered, []) }
+    var dropped: [Key] = []
     for waiter in left {
       runsPerSlot[waiter.slot] -= 1
       if runsPerSlot[waiter.slot] == 0, let key = keys[waiter.slot] {
         keys[waiter.slot] = nil
         slots[key] = nil
         liveKeys -= 1
+        dropped.append(key)
       }
     }
-    return (left, false)
+    return (left, false, dropped)
   }
 
   /// Every run still waiting, the slots' positions, and the handlers to take back, taken for

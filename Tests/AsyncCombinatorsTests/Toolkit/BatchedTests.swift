@@ -381,4 +381,209 @@ import Testing
     #expect(wrong.value == 0)
     #expect(loadCalls.value > 0)
   }
+
+  // MARK: - With a window
+
+  @Test func loads_within_the_window_go_out_as_ceil_of_distinct_keys_over_maxBatchSize_calls()
+    async
+  {
+    let clock = TestClock()
+    let loader = Parking<[Int], [String]>()
+    let user = AsyncFunc<Int, String>.batched(
+      loader.function, maxBatchSize: 50, window: .milliseconds(5), clock: clock)
+    let loads = Loads(500)
+    for index in 0..<500 { _ = loads.load(user, index % 200) }
+    // Full batches wait out their window, taking the runs of their keys.
+    #expect(loader.started == 0)
+    clock.advance(by: .milliseconds(5))
+    await loader.waitForStarts(4)
+    let calls = loader.takeAll()
+    #expect(calls.count == 4)
+    #expect(
+      calls.map(\.input).sorted { $0[0] < $1[0] } == (0..<4).map { Array($0 * 50..<$0 * 50 + 50) })
+    for call in calls { call.complete(.success(call.input.map { "user\($0)" })) }
+    await loads.finished.wait()
+    #expect(loads.results.all.allSatisfy { (try? $0.result.get()) == "user\($0.key)" })
+    #expect(loader.started == 4)
+  }
+
+  @Test func loads_of_120_keys_within_the_window_make_3_calls() async {
+    let clock = TestClock()
+    let loader = Parking<[Int], [String]>()
+    let user = AsyncFunc<Int, String>.batched(
+      loader.function, maxBatchSize: 50, window: .milliseconds(5), clock: clock)
+    let loads = Loads(120)
+    for key in (0..<120).reversed() { _ = loads.load(user, key) }
+    clock.advance(by: .milliseconds(4))
+    #expect(loader.started == 0)
+    clock.advance(by: .milliseconds(1))
+    await loader.waitForStarts(3)
+    let calls = loader.takeAll()
+    #expect(calls.map(\.input.count).sorted() == [20, 50, 50])
+    for call in calls { call.complete(.success(call.input.map(String.init))) }
+    await loads.finished.wait()
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func awaiting_loads_from_a_task_group_share_their_windows() async throws {
+    let clock = TestClock()
+    let calls = Recorder<[Int]>()
+    let usersByIDs = AsyncFunc<[Int], [String]>.sync(name: "usersByIDs") { ids in
+      calls.record(ids)
+      return ids.map { "user\($0)" }
+    }
+    let user = AsyncFunc<Int, String>.batched(
+      usersByIDs, maxBatchSize: 50, window: .milliseconds(5), clock: clock)
+    // Counts a load once it has joined its batch: the batched run adds it before returning.
+    let joined = Countdown(500)
+    let counted = AsyncFunc<Int, String>(name: "counted") { key, complete in
+      _ = user.run(key, completion: complete)
+      joined.tick()
+    }
+    try await withThrowingTaskGroup(of: Bool.self) { group in
+      for index in 0..<500 {
+        group.addTask { try await counted(index % 200) == "user\(index % 200)" }
+      }
+      await joined.wait()
+      clock.advance(by: .milliseconds(5))
+      for try await right in group { #expect(right) }
+    }
+    #expect(calls.count == 4)
+    #expect(calls.all.allSatisfy { $0.count == 50 })
+  }
+
+  @Test func the_window_opens_at_the_first_load_of_a_batch() async {
+    let clock = TestClock()
+    let loader = Parking<[Int], [String]>()
+    let user = AsyncFunc<Int, String>.batched(
+      loader.function, window: .milliseconds(5), clock: clock)
+    let loads = Loads(3)
+    _ = loads.load(user, 1)
+    clock.advance(by: .milliseconds(3))
+    _ = loads.load(user, 2)
+    clock.advance(by: .milliseconds(2))
+    await loader.waitForStarts(1)
+    // The next load opens a batch whose window ends 5 ms after it.
+    _ = loads.load(user, 3)
+    clock.advance(by: .milliseconds(4))
+    #expect(clock.pendingCount == 1)
+    clock.advance(by: .milliseconds(1))
+    await loader.waitForStarts(2)
+    let calls = loader.takeAll()
+    #expect(calls.map(\.input) == [[1, 2], [3]])
+    for call in calls { call.complete(.success(call.input.map(String.init))) }
+    await loads.finished.wait()
+  }
+
+  @Test func a_windowed_batch_whose_loads_all_left_takes_its_timer_back_and_makes_no_call() async {
+    let clock = TestClock()
+    let loader = Parking<[Int], [String]>()
+    let queue = DispatchQueue(label: "batched.test")
+    let user = AsyncFunc<Int, String>.batched(
+      loader.function, maxBatchSize: 1, window: .milliseconds(5), clock: clock, on: queue)
+    let loads = Loads(4)
+    let one = loads.load(user, 1)
+    let oneAgain = loads.load(user, 1)
+    let two = loads.load(user, 2)  // The first batch is full: 2 opens the next.
+    _ = loads.load(user, 3)
+    #expect(clock.pendingCount == 3)
+    one.cancel()
+    #expect(clock.pendingCount == 3)  // Another load still asks for 1.
+    oneAgain.cancel()
+    two.cancel()
+    #expect(clock.pendingCount == 1)
+    clock.advance(by: .milliseconds(5))
+    await loader.waitForStarts(1)
+    await hop(queue)
+    let calls = loader.takeAll()
+    #expect(calls.map(\.input) == [[3]])
+    calls[0].complete(.success(["three"]))
+    await loads.finished.wait()
+    #expect(loads.results.all.filter { isCancellation($0.result) }.count == 3)
+  }
+
+  @Test func a_key_that_left_a_full_windowed_batch_and_is_asked_again_opens_a_new_one() async {
+    let clock = TestClock()
+    let loader = Parking<[Int], [String]>()
+    let user = AsyncFunc<Int, String>.batched(
+      loader.function, maxBatchSize: 2, window: .milliseconds(5), clock: clock)
+    let loads = Loads(5)
+    _ = loads.load(user, 1)
+    let two = loads.load(user, 2)
+    _ = loads.load(user, 3)  // Opens the second batch; the first still takes 1 and 2.
+    two.cancel()
+    _ = loads.load(user, 2)  // 2 left the first batch: it joins the second.
+    _ = loads.load(user, 1)
+    clock.advance(by: .milliseconds(5))
+    await loader.waitForStarts(2)
+    let calls = loader.takeAll().sorted { $0.input[0] < $1.input[0] }
+    #expect(calls.map(\.input) == [[1], [3, 2]])
+    calls[0].complete(.success(["one"]))
+    calls[1].complete(.failure(TestError(7)))
+    await loads.finished.wait()
+    #expect(loads.values(of: 1) == ["one", "one"])
+    #expect(
+      loads.results.all.filter { $0.key != 1 }.map {
+        $0.result.failure is CancellationError || $0.result.failure as? TestError == TestError(7)
+      }
+        == [true, true, true])
+  }
+
+  @Test func cancelling_every_load_of_a_sent_windowed_batch_cancels_the_load_run() async {
+    let clock = TestClock()
+    let loader = Parking<[Int], [String]>()
+    let user = AsyncFunc<Int, String>.batched(
+      loader.function, window: .milliseconds(5), clock: clock)
+    let loads = Loads(2)
+    let tokens = [1, 1].map { loads.load(user, $0) }
+    clock.advance(by: .milliseconds(5))
+    await loader.waitForStarts(1)
+    let call = loader.takeAll()[0]
+    #expect(call.input == [1])
+    tokens[0].cancel()
+    #expect(!call.token.isCancelled)
+    tokens[1].cancel()
+    #expect(call.token.isCancelled)
+    await loads.finished.wait()
+    call.complete(.success(["one"]))
+  }
+
+  @Test func a_windowed_description_names_the_window() {
+    let usersByIDs = AsyncFunc<[Int], [String]>.sync(name: "usersByIDs") { $0.map(String.init) }
+    #expect(
+      "\(AsyncFunc<Int, String>.batched(usersByIDs, maxBatchSize: 50, window: .milliseconds(5)))"
+        == "batched(usersByIDs, maxBatchSize: 50, window: 0.005 seconds)")
+    #expect(
+      "\(AsyncFunc<Int, String>.batched(usersByIDs, window: .seconds(1)))"
+        == "batched(usersByIDs, window: 1.0 seconds)")
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func windowed_loads_racing_from_many_threads_each_get_their_keys_output() async {
+    let queue = testQueue("batched-window-stress")
+    let usersByIDs = AsyncFunc<[Int], [String]>(name: "usersByIDs") { ids, complete in
+      bounce(ids.count % 3, on: queue) { complete(.success(ids.map { "user\($0)" })) }
+    }
+    let user = AsyncFunc<Int, String>.batched(
+      usersByIDs, maxBatchSize: 7, window: .microseconds(50), on: queue)
+    let runs = 2_000
+    let finished = Countdown(runs)
+    let wrong = Tally()
+    blockingLane("batched-window-stress").async {
+      DispatchQueue.concurrentPerform(iterations: runs) { index in
+        let key = index % 50
+        let token = user.run(key) { result in
+          switch result {
+          case .success(let value) where value == "user\(key)": break
+          case .failure(let error) where error is CancellationError: break
+          default: wrong.add()
+          }
+          finished.tick()
+        }
+        if index % 4 == 0 { token.cancel() }
+      }
+    }
+    await finished.wait()
+    #expect(wrong.value == 0)
+  }
 }
