@@ -75,3 +75,13 @@ func foldsWithProgressAsTheirLastArgument() -> AsyncFunc<[Int], Void> {
     +> parse.concurrentCompactMap(limit: 2, acceptableFailure: .ratio(0.1))
     +> send.concurrentForEach(limit: 3, progress: { print($0.inFlight) })
 }
+
+func batchedLoadersByLeadingDotInAPipeline() -> AsyncFunc<Int, String> {
+  let usersByIDs = AsyncFunc<[Int], [String]>.sync(name: "usersByIDs") { $0.map { "u\($0)" } }
+  let outcomes = AsyncFunc<[Int], [Result<String, any Error>]>.sync(name: "outcomes") {
+    $0.map { .success("o\($0)") }
+  }
+  return .batched(usersByIDs, maxBatchSize: 50, window: .milliseconds(5)).retry(2)
+    +> .sync { $0.count } +> .batched(outcomes, maxBatchSize: 10) <> .batched(usersByIDs)
+    +> .sync { $0 + $1 }
+}

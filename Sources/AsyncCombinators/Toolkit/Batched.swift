@@ -53,7 +53,8 @@ extension AsyncFunc where Input: Hashable {
     _ load: AsyncFunc<[Input], [Output]>, maxBatchSize: Int = .max,
     on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
-    Batcher(load, maxBatchSize: maxBatchSize, queue: queue, file: file, line: line) {
+    Batcher(load, maxBatchSize: maxBatchSize, closing: .queue, queue: queue, file: file, line: line)
+    {
       .success($0)
     }.function
   }
@@ -87,12 +88,96 @@ extension AsyncFunc where Input: Hashable {
     _ load: AsyncFunc<[Input], [Result<Output, any Error>]>, maxBatchSize: Int = .max,
     on queue: DispatchQueue = .global(), file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
-    Batcher(load, maxBatchSize: maxBatchSize, queue: queue, file: file, line: line) { $0 }
-      .function
+    Batcher(load, maxBatchSize: maxBatchSize, closing: .queue, queue: queue, file: file, line: line)
+    {
+      $0
+    }.function
+  }
+
+  /// Collects the runs made within `window` of a batch's first run into one call of `load`:
+  /// `batched` for callers that `await`, which do not all arrive in one turn of a queue.
+  ///
+  /// A batch opens at its first run and closes `window` later on `clock`, when it is sent on
+  /// `queue`, or as soon as it holds `maxBatchSize` keys, when it is sent at once (the next
+  /// key opens the next batch, with its own window). Until its window ends, a full batch still
+  /// takes runs of its keys: while its call is out they wait for it, and once it has delivered
+  /// they get its outputs at once. So the runs made within one window of *d* distinct keys
+  /// make ⌈*d* / `maxBatchSize`⌉ calls, in whatever order they come. Keys, outputs,
+  /// duplicates, a count mismatch, a failure of `load` and cancellation are as in the other
+  /// `batched`; a batch whose `load` failed, or whose runs have all been cancelled, takes no
+  /// more runs, and one cancelled before it was sent takes its timer back and makes no call.
+  ///
+  /// Choose this form when the loads come from tasks (`async let`, a task group, separate
+  /// `await`s); the other form closes a batch at its block on `queue`, which adds no wait but
+  /// only collects the runs made before that block runs.
+  ///
+  /// ```swift
+  /// let usersByIDs = AsyncFunc<[Int], [String]>.sync(name: "usersByIDs") { ids in
+  ///   print("load", ids.count, "keys")
+  ///   return ids.map { "user\($0)" }
+  /// }
+  /// let user = AsyncFunc<Int, String>.batched(
+  ///   usersByIDs, maxBatchSize: 50, window: .milliseconds(100))
+  /// print(user)
+  /// async let ada = user(1)
+  /// async let grace = user(2)
+  /// print(try await [ada, grace])
+  /// // prints batched(usersByIDs, maxBatchSize: 50, window: 0.1 seconds)
+  /// // prints load 2 keys
+  /// // prints ["user1", "user2"]
+  /// ```
+  ///
+  /// - Parameters:
+  ///   - load: Loads a batch of keys, one output per key, in order.
+  ///   - maxBatchSize: The most keys in one call of `load`; at least 1.
+  ///   - window: How long a batch stays open after its first run; not negative.
+  ///   - clock: The clock the window is measured on; `ContinuousClock()` unless given.
+  ///   - queue: Where a batch that is not full is sent once its window has closed.
+  ///   - file: The caller's file, named in a count mismatch and when `maxBatchSize` or
+  ///     `window` is out of range.
+  ///   - line: The caller's line, named likewise.
+  /// - Returns: A function that loads one key.
+  /// - Complexity: As the other form, plus one timer per batch; a full batch keeps its
+  ///   outputs until its window ends.
+  public static func batched<C: Clock>(
+    _ load: AsyncFunc<[Input], [Output]>, maxBatchSize: Int = .max, window: Duration,
+    clock: C = ContinuousClock(), on queue: DispatchQueue = .global(),
+    file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc where C.Duration == Duration {
+    require(
+      window >= .zero, "batched(window: \(window)): the window must not be negative", file: file,
+      line: line)
+    return Batcher(
+      load, maxBatchSize: maxBatchSize, closing: .window(window, TimerClock(clock)), queue: queue,
+      file: file, line: line
+    ) { .success($0) }.function
   }
 }
 
-/// One `batched` loader: the batch open now, and how to send one.
+/// When a loader's batches close.
+private enum Closing: Sendable {
+  /// At the block each batch sends to the loader's queue when it opens.
+  case queue
+  /// This long after each batch opens, on the clock.
+  case window(Duration, TimerClock)
+}
+
+/// The batches of one loader that runs may join.
+private struct OpenBatches<Key: Hashable & Sendable, Value: Sendable> {
+  /// The batch a new key joins.
+  var current: Batch<Key, Value>?
+  /// With a window: the keys of full batches, sent already, whose window has not ended, each
+  /// to its batch, which still serves runs of it.
+  var held: [Key: Batch<Key, Value>] = [:]
+
+  /// `batch`'s window is over: runs of its keys go to a new batch.
+  mutating func release(_ batch: Batch<Key, Value>) {
+    batch.endWindow()
+    for key in batch.sent where held[key] === batch { held[key] = nil }
+  }
+}
+
+/// One `batched` loader: the batches open now, and how to send one.
 ///
 /// Every batch's state is behind `open`'s lock.
 private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: Sendable>:
@@ -103,15 +188,16 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
   let load: AsyncFunc<[Key], [Element]>
   let outcome: @Sendable (Element) -> Result<Value, any Error>
   let maxBatchSize: Int
+  let closing: Closing
   let queue: DispatchQueue
   /// Names `load` in a count mismatch.
   let loader: (name: String, fileID: String, line: Int)
   let call: String
-  let open = Locked<Batch<Key, Value>?>(nil)
+  let open = Locked(OpenBatches<Key, Value>())
 
   init(
-    _ load: AsyncFunc<[Key], [Element]>, maxBatchSize: Int, queue: DispatchQueue,
-    file: StaticString, line: UInt,
+    _ load: AsyncFunc<[Key], [Element]>, maxBatchSize: Int, closing: Closing,
+    queue: DispatchQueue, file: StaticString, line: UInt,
     outcome: @escaping @Sendable (Element) -> Result<Value, any Error>
   ) {
     require(
@@ -120,10 +206,13 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     self.load = load
     self.outcome = outcome
     self.maxBatchSize = maxBatchSize
+    self.closing = closing
     self.queue = queue
     loader = ("\(load)", "\(file)", Int(line))
-    call =
-      maxBatchSize == .max ? "batched(\(load))" : "batched(\(load), maxBatchSize: \(maxBatchSize))"
+    var arguments = "\(load)"
+    if maxBatchSize != .max { arguments += ", maxBatchSize: \(maxBatchSize)" }
+    if case .window(let window, _) = closing { arguments += ", window: \(window)" }
+    call = "batched(\(arguments))"
   }
 
   var function: AsyncFunc<Key, Value> {
@@ -132,32 +221,111 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     }
   }
 
+  private var windowed: Bool {
+    if case .window = closing { true } else { false }
+  }
+
+  /// Where a run went.
+  private enum Joined {
+    /// Into `batch`; `watches` when it is the batch's first run on its token, `opened` when
+    /// it opened the batch, and `full` a batch to send now.
+    case batch(
+      Batch<Key, Value>, watches: Bool, opened: Bool, full: (batch: Batch<Key, Value>, keys: [Key])?
+    )
+    /// Its key's outcome, delivered already within the window.
+    case served(Result<Value, any Error>)
+  }
+
   private func run(_ key: Key, token: CancellationToken, complete: @escaping Completion) {
-    let (batch, watches, opened, full) = open.withLock {
-      open -> (Batch<Key, Value>, Bool, Bool, (batch: Batch<Key, Value>, keys: [Key])?) in
+    let joined = windowed ? joinWindowed(key, token, complete) : join(key, token, complete)
+    switch joined {
+    case .served(let result):
+      complete(result)
+    case .batch(let batch, let watches, let opened, let full):
+      if opened { arm(batch) }
+      if watches { watch(token, batch) }
+      if let full { send(full.batch, full.keys) }
+    }
+  }
+
+  private func join(_ key: Key, _ token: CancellationToken, _ complete: @escaping Completion)
+    -> Joined
+  {
+    open.withLock { open in
       // A full batch still takes the keys it holds; a new key closes it and opens the next.
       var full: (batch: Batch<Key, Value>, keys: [Key])?
-      if let current = open, !current.hasRoom(for: key, atMost: maxBatchSize) {
+      if let current = open.current, !current.hasRoom(for: key, atMost: maxBatchSize) {
         full = (current, current.close())
-        open = nil
+        open.current = nil
       }
-      let opened = open == nil
-      let batch = open ?? Batch()
-      open = batch
-      return (batch, batch.add(key, complete, waitingOn: token), opened, full)
+      let opened = open.current == nil
+      let batch = open.current ?? Batch()
+      open.current = batch
+      return .batch(
+        batch, watches: batch.add(key, complete, waitingOn: token), opened: opened, full: full)
     }
-    if opened {
+  }
+
+  /// With a window: a batch is sent once it holds `maxBatchSize` keys, and until its window
+  /// ends runs of its keys still join it, or get the outcome it delivered.
+  private func joinWindowed(
+    _ key: Key, _ token: CancellationToken, _ complete: @escaping Completion
+  ) -> Joined {
+    open.withLock { open in
+      if let holding = open.held[key] {
+        if let served = holding.served(key) { return .served(served) }
+        return .batch(
+          holding, watches: holding.add(key, complete, waitingOn: token), opened: false,
+          full: nil)
+      }
+      let opened = open.current == nil
+      let batch = open.current ?? Batch()
+      open.current = batch
+      let watches = batch.add(key, complete, waitingOn: token)
+      guard batch.liveKeys >= maxBatchSize else {
+        return .batch(batch, watches: watches, opened: opened, full: nil)
+      }
+      let keys = batch.close()
+      open.current = nil
+      for key in keys { open.held[key] = batch }
+      return .batch(batch, watches: watches, opened: opened, full: (batch, keys))
+    }
+  }
+
+  /// Arranges for a batch that has just opened to close.
+  private func arm(_ batch: Batch<Key, Value>) {
+    switch closing {
+    case .queue:
       queue.async {
         let keys = self.open.withLock { open -> [Key]? in
-          guard open === batch else { return nil }  // Closed full already.
-          open = nil
+          guard open.current === batch else { return nil }  // Closed full already.
+          open.current = nil
           return batch.close()
         }
         if let keys { self.send(batch, keys) }
       }
+    case .window(let window, let timers):
+      // Scheduled outside the lock: a clock whose time has passed the deadline fires at once.
+      let timer = timers.deadline(after: window).schedule { self.endWindow(of: batch) }
+      let kept = open.withLock { _ in batch.keep(timer) }
+      if !kept { timer.cancel() }
     }
-    if watches { watch(token, batch) }
-    if let full { send(full.batch, full.keys) }
+  }
+
+  /// The window of `batch` has ended: a batch not sent yet closes and is sent on the queue; a
+  /// full one, sent already, takes no more runs.
+  private func endWindow(of batch: Batch<Key, Value>) {
+    let keys = open.withLock { open -> [Key]? in
+      guard batch.isWindowOpen else { return nil }  // Every run left, or its load failed.
+      guard open.current === batch else {
+        open.release(batch)
+        return nil
+      }
+      open.current = nil
+      batch.endWindow()
+      return batch.close()
+    }
+    if let keys { queue.async { self.send(batch, keys) } }
   }
 
   /// Registers the one handler on `token` that takes every run of `batch` waiting on it out.
@@ -175,7 +343,24 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
 
   /// `token` was cancelled: its runs leave the batch, each with `CancellationError`.
   private func leave(_ batch: Batch<Key, Value>, _ token: CancellationToken) {
-    let (left, cancel) = open.withLock { _ in batch.remove(waitingOn: token) }
+    let windowed = windowed
+    let (left, cancel, timer) = open.withLock {
+      open -> ([Batch<Key, Value>.Waiter], Bool, ScheduledTimer?) in
+      let (left, cancel) = batch.remove(waitingOn: token)
+      guard windowed, batch.isWindowOpen else { return (left, cancel, nil) }
+      if cancel {
+        // Its load is cancelled: no later run may join it.
+        open.release(batch)
+        return (left, cancel, batch.timer)
+      }
+      // A batch not sent yet that every run has left ends now, and takes its timer back.
+      guard !batch.isClosed, batch.liveKeys == 0 else { return (left, cancel, nil) }
+      if open.current === batch { open.current = nil }
+      batch.endWindow()
+      _ = batch.close()
+      return (left, cancel, batch.timer)
+    }
+    timer?.cancel()
     for waiter in left { waiter.complete(.failure(CancellationError())) }
     if cancel { batch.token.cancel() }
   }
@@ -183,8 +368,6 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
   private func deliver(
     _ batch: Batch<Key, Value>, _ count: Int, _ result: Result<[Element], any Error>
   ) {
-    let (waiters, positions, registrations) = open.withLock { _ in batch.deliver() }
-    for registration in registrations { registration.remove() }
     let outcomes = result.flatMap { elements -> Result<[Element], any Error> in
       guard elements.count == count else {
         return .failure(
@@ -194,7 +377,31 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
       }
       return .success(elements)
     }
+    // Within its window, a full batch serves later runs of its keys their outcomes; a batch
+    // that failed as a whole serves nothing, so they make a new call.
+    let served = windowed ? try? outcomes.get().map(outcome) : nil
+    let (waiters, positions, registrations, timer) = open.withLock {
+      open -> ([Batch<Key, Value>.Waiter], [Int], [CancellationToken.Registration], ScheduledTimer?)
+      in
+      var timer: ScheduledTimer?
+      if windowed, batch.isWindowOpen {
+        if let served {
+          batch.serve(served)
+        } else {
+          open.release(batch)
+          timer = batch.timer
+        }
+      }
+      let (waiters, positions, registrations) = batch.deliver()
+      return (waiters, positions, registrations, timer)
+    }
+    timer?.cancel()
+    for registration in registrations { registration.remove() }
     for waiter in waiters {
+      if let served {
+        waiter.complete(served[positions[waiter.slot]])
+        continue
+      }
       switch outcomes {
       case .success(let elements): waiter.complete(outcome(elements[positions[waiter.slot]]))
       case .failure(let error): waiter.complete(.failure(error))
@@ -236,9 +443,41 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
   private var watches: [ObjectIdentifier: Watch] = [:]
   /// Closed: no key joins or leaves it any more.
   private var closed = false
+  /// With a window: the timer that ends it, once armed.
+  private(set) var timer: ScheduledTimer?
+  /// With a window: until it ends, runs of its keys may join.
+  private(set) var isWindowOpen = true
+  /// The keys sent, in order, once closed.
+  private(set) var sent: [Key] = []
+  /// With a window, once delivered: each sent key's outcome, served to runs that come later
+  /// within the window.
+  private var outcomes: [Result<Value, any Error>]?
   private var delivered = false
   /// Each slot's position among the keys sent.
   private var positions: [Int] = []
+
+  var isClosed: Bool { closed }
+
+  /// Keeps the timer that ends the window; `false` if it has ended meanwhile.
+  func keep(_ timer: ScheduledTimer) -> Bool {
+    guard isWindowOpen else { return false }
+    self.timer = timer
+    return true
+  }
+
+  func endWindow() {
+    isWindowOpen = false
+    outcomes = nil
+  }
+
+  /// Keeps the delivered outcomes of the sent keys, for runs that come later in the window.
+  func serve(_ outcomes: [Result<Value, any Error>]) { self.outcomes = outcomes }
+
+  /// The outcome delivered for `key`, if the batch has been delivered and serves it.
+  func served(_ key: Key) -> Result<Value, any Error>? {
+    guard let outcomes, let slot = slots[key] else { return nil }
+    return outcomes[positions[slot]]
+  }
 
   /// Whether a run of `key` may join: the batch holds the key, or fewer than `most` keys.
   func hasRoom(for key: Key, atMost most: Int) -> Bool {
@@ -279,6 +518,7 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
       sent.append(key)
       return sent.count - 1
     }
+    self.sent = sent
     return sent
   }
 

@@ -13,7 +13,9 @@ import Synchronization
 /// - ``State/open``: runs fail at once with ``BrokenCircuitError``, whose `retryAfter` is the
 ///   time left; the function is not called. After `breakDuration` the breaker is half-open.
 /// - ``State/halfOpen``: exactly one run, the probe, reaches the function; the others fail
-///   with ``BrokenCircuitError``. The probe's success closes the breaker with a fresh window;
+///   with ``BrokenCircuitError``, whose `retryAfter` is how long the probe has been out (at
+///   least a twentieth of `breakDuration`, at most the time until a new probe may go), so
+///   that they come back about when the probe ends. The probe's success closes the breaker with a fresh window;
 ///   its failure opens it for another `breakDuration`. A probe that is cancelled, or never
 ///   calls back, lets a new probe through one `breakDuration` after it started; a probe that
 ///   fails with an error that is not a failure lets the next run probe at once.
@@ -163,7 +165,7 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
     let time = now()
     let (decision, change) = changing { $0.admit(at: time) }
     let admission = decision.mapError {
-      BrokenCircuitError(breaker: name, retryAfter: $0.retryAfter)
+      BrokenCircuitError(breaker: name, retryAfter: $0.retryAfter, probing: $0.probing)
     }
     if let observer {
       if let change { observer.circuitBreakerChanged(self, from: change.from, to: change.to) }
@@ -191,19 +193,26 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
 
 /// The error of a run that a ``CircuitBreaker`` turned away without calling its function.
 ///
-/// Its ``retryAfter`` is the time until the breaker may let a run through again, so a
-/// `retry` outside the guard waits exactly that long; `nil` while the breaker is isolated.
+/// Its ``retryAfter`` says when to try again, for a `retry` outside the guard: while the
+/// breaker is open, the time left until it lets a probe through; while a probe is out, how
+/// long that probe has been out (at least a twentieth of the break, at most the time until a
+/// new probe may go), about when its outcome will be known; `nil` while the breaker is
+/// isolated.
 public struct BrokenCircuitError: RetryAfterHint, Sendable, CustomStringConvertible {
   /// The name of the breaker that turned the run away.
   public let breaker: String?
-  /// The time until the breaker may let a run through again; `nil` while it is isolated.
+  /// When to try again: the break's time left while open, how long the probe has been out
+  /// while half-open; `nil` while the breaker is isolated.
   public let retryAfter: Duration?
+  /// Turned away while half-open, its probe out.
+  var probing = false
 
-  /// `circuit breaker payments is open: retry after 30.0 seconds`.
+  /// `circuit breaker payments is open: retry after 30.0 seconds`; `is half-open, probing:`
+  /// while a probe is out.
   public var description: String {
     let who = breaker.map { "circuit breaker \($0)" } ?? "circuit breaker"
     guard let retryAfter else { return "\(who) is isolated" }
-    return "\(who) is open: retry after \(retryAfter)"
+    return "\(who) is \(probing ? "half-open, probing" : "open"): retry after \(retryAfter)"
   }
 }
 
@@ -315,6 +324,7 @@ struct BreakerController {
   /// Why a run was turned away.
   struct Rejection: Error {
     let retryAfter: Duration?
+    var probing = false
   }
 
   let failureRatio: Double
@@ -366,10 +376,23 @@ struct BreakerController {
       return (.success(probe(at: now)), Change(from: .open, to: .halfOpen))
     case .halfOpen(let probe, let nextProbe):
       guard probe == nil || now >= nextProbe else {
-        return (.failure(Rejection(retryAfter: nextProbe - now)), nil)
+        let wait = probeWait(at: now, nextProbe: nextProbe)
+        return (.failure(Rejection(retryAfter: wait, probing: true)), nil)
       }
       return (.success(self.probe(at: now)), nil)
     }
+  }
+
+  /// How long a run turned away while a probe is out should wait: as long as the probe has
+  /// been out, at least a twentieth of the break, at most until a new probe may go.
+  ///
+  /// A probe out for *t* is expected to take about *t* more, so callers come back about when
+  /// it ends (within twice its time), checking at doubling intervals, a few times however
+  /// long it takes; waiting for `nextProbe` would keep them away a whole break after a probe
+  /// that closed the breaker at once.
+  private func probeWait(at now: Duration, nextProbe: Duration) -> Duration {
+    let out = now - (nextProbe - breakDuration)
+    return min(max(out, breakDuration / 20), nextProbe - now)
   }
 
   private mutating func probe(at now: Duration) -> BreakerTicket {

@@ -10,8 +10,10 @@ extension AsyncFunc {
   /// Wait *k* (from 0) before a retry is `delay × backoff^k`, capped by `maxDelay`, then
   /// spread by `jitter`, drawn afresh for every wait of every run. Waits saturate: a wait too
   /// long for the clock never ends (cancel the run to stop it). An error that conforms to
-  /// ``RetryAfterHint`` with a hint is waited exactly that long instead, capped by `maxDelay`
-  /// and never jittered. The wait holds no thread, and cancelling the run during it ends the
+  /// ``RetryAfterHint`` with a hint is waited at least that long instead: exactly the hint
+  /// with `jitter: .none`; with any other jitter, a wait drawn afresh for every wait of every
+  /// run in `[hint, 2 × hint]`, so that runs turned away together do not all come back
+  /// together. Either way the wait is capped by `maxDelay`. The wait holds no thread, and cancelling the run during it ends the
   /// run with `CancellationError` at once. A run cancelled between attempts ends with
   /// `CancellationError`, never with the error it would have retried. The waits are measured
   /// on `clock`: Dispatch timers by default, or a `TestClock` (from `AsyncCombinatorsTesting`)
@@ -238,7 +240,11 @@ struct RetryPolicy: Sendable {
   func wait(after error: any Error, waits: inout RetryWaits) -> Duration {
     defer { waits.factor *= backoff }
     if let hint = (error as? any RetryAfterHint)?.retryAfter {
-      return capped(max(hint, .zero))
+      // Runs turned away together get the same hint: any jitter spreads them over
+      // `[hint, 2 × hint]`, never sooner than the hint says.
+      let hinted = max(hint, .zero)
+      guard jitter.kind != .none else { return capped(hinted) }
+      return capped(hinted + scaled(hinted, by: draws.unit()))
     }
     let computed = capped(scaled(delay, by: waits.factor))
     switch jitter.kind {

@@ -183,9 +183,55 @@ import Testing
     #expect(parking.started == 1)
     #expect(breaker.state == .halfOpen)
     let error = try #require(second.failure as? BrokenCircuitError)
-    #expect(error.retryAfter == .seconds(30))
+    #expect(error.retryAfter == .milliseconds(1500))  // A twentieth of the break, at first.
+    #expect("\(error)" == "circuit breaker payments is half-open, probing: retry after 1.5 seconds")
     for parked in parking.takeAll() { parked.complete(.success(1)) }
     #expect(breaker.state == .closed)
+  }
+
+  @Test func while_a_probe_is_out_the_hint_is_how_long_it_has_been_out() throws {
+    let clock = TestClock()
+    let breaker = Self.breaker(clock, throughput: 1)
+    Self.openUntilHalfOpen(breaker, clock)
+    let parking = Parking<Int, Int>()
+    let guarded = parking.function.guarded(by: breaker)
+    guarded.run(1) { _ in }
+    func hint() throws -> Duration? {
+      try #require(Self.call(guarded).failure as? BrokenCircuitError).retryAfter
+    }
+    #expect(try hint() == .milliseconds(1500))
+    clock.advance(by: .seconds(1))
+    #expect(try hint() == .milliseconds(1500))
+    clock.advance(by: .seconds(3))
+    #expect(try hint() == .seconds(4))
+    clock.advance(by: .seconds(20))
+    #expect(try hint() == .seconds(6))  // Capped: a new probe may go 30 s after this one.
+    clock.advance(by: .seconds(5))
+    #expect(try hint() == .seconds(1))
+    #expect(parking.started == 1)
+    for parked in parking.takeAll() { parked.complete(.success(1)) }
+  }
+
+  @Test func a_caller_retrying_outside_the_guard_comes_back_soon_after_the_probe_closes_it() {
+    let clock = TestClock()
+    let breaker = Self.breaker(clock, throughput: 1)
+    Self.openUntilHalfOpen(breaker, clock)
+    let parking = Parking<Int, Int>()
+    let guarded = parking.function.guarded(by: breaker)
+    guarded.run(1) { _ in }  // The probe.
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    guarded.retry(10, clock: clock).run(2) { result in outcome.withLock { $0 = result } }
+    clock.advance(by: .milliseconds(1500))  // Turned away again: the probe is still out.
+    #expect(parking.started == 1)
+    clock.advance(by: .milliseconds(500))
+    // The probe closes the breaker 2 s after it went out; the caller comes back 1 s later,
+    // not a whole 30 s break after it was first turned away.
+    parking.takeAll()[0].complete(.success(1))
+    #expect(breaker.state == .closed)
+    clock.advance(by: .seconds(1))
+    #expect(parking.started == 2)
+    parking.takeAll()[0].complete(.success(2))
+    #expect((try? outcome.withLock { $0 }?.get()) == 2)
   }
 
   @Test func a_cancelled_probe_lets_a_new_probe_through_one_break_later() {

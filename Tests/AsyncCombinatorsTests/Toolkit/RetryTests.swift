@@ -437,13 +437,75 @@ final class TimedFlaky: Sendable {
     let retryAfter: Duration?
   }
 
-  @Test func a_retry_after_hint_is_waited_exactly_and_not_jittered() {
+  @Test func a_retry_after_hint_without_jitter_is_waited_exactly() {
     let clock = TestClock()
     let flaky = TimedFlaky(clock: clock, failures: 2) { _ in Throttled(retryAfter: .seconds(7)) }
     let result = driveToEnd(
-      flaky.function.retry(3, delay: .seconds(1), jitter: .full, clock: clock), on: clock)
+      flaky.function.retry(3, delay: .seconds(1), backoff: 2, clock: clock), on: clock)
     #expect((try? result?.get()) == "x")
     #expect(flaky.seconds == [0, 7, 14].map { .seconds($0) })
+  }
+
+  /// The waits of `retry(4, delay: 1s, maxDelay:, jitter:)` of a function that always fails
+  /// with a hint of `hint`.
+  private func hintedWaits(
+    _ jitter: Jitter, hint: Duration = .seconds(7), maxDelay: Duration? = nil
+  ) -> [Duration] {
+    let clock = TestClock()
+    let flaky = TimedFlaky(clock: clock) { _ in Throttled(retryAfter: hint) }
+    let watch = RetryWatch()
+    _ = driveToEnd(
+      flaky.function.retry(4, delay: .seconds(1), maxDelay: maxDelay, jitter: jitter, clock: clock),
+      on: clock, observer: watch)
+    return watch.durations
+  }
+
+  @Test func a_jittered_hint_is_drawn_between_the_hint_and_twice_it() {
+    for jitter in [Jitter.full, .equal, .decorrelated] {
+      for seed in UInt64(0)..<10 {
+        let waits = hintedWaits(jitter.seeded(seed))
+        #expect(waits.count == 4)
+        #expect(
+          waits.allSatisfy { $0 >= .seconds(7) && $0 <= .seconds(14) }, "\(jitter): \(waits)")
+        #expect(Set(waits).count > 1, "\(jitter).seeded(\(seed)) did not spread: \(waits)")
+      }
+    }
+  }
+
+  @Test func a_jittered_hint_is_never_above_max_delay() {
+    for seed in UInt64(0)..<10 {
+      let waits = hintedWaits(.full.seeded(seed), maxDelay: .seconds(10))
+      #expect(waits.allSatisfy { $0 >= .seconds(7) && $0 <= .seconds(10) }, "\(waits)")
+    }
+    // A cap below the hint wins: the wait is the cap.
+    #expect(
+      hintedWaits(.equal.seeded(1), maxDelay: .seconds(5))
+        == Array(repeating: .seconds(5), count: 4))
+  }
+
+  @Test func a_zero_or_negative_hint_is_waited_as_zero_with_any_jitter() {
+    #expect(hintedWaits(.full, hint: .zero) == Array(repeating: .zero, count: 4))
+    #expect(hintedWaits(.equal, hint: .seconds(-3)) == Array(repeating: .zero, count: 4))
+  }
+
+  @Test func runs_turned_away_together_by_one_hint_come_back_spread_out() {
+    // 60 callers rejected at once with the same hint: their retries must not all start at
+    // the same instant, and none before the hint.
+    let clock = TestClock()
+    let throttled = AsyncFunc<Int, Int>(name: "throttled") { _, complete in
+      complete(.failure(Throttled(retryAfter: .seconds(1))))
+    }
+    let retried = throttled.retry(1, jitter: .full, clock: clock)
+    let watches = (0..<60).map { _ in RetryWatch() }
+    let ended = Tally()
+    for (index, watch) in watches.enumerated() {
+      retried.run(index, observer: watch) { _ in ended.add() }
+    }
+    while ended.value < 60, let next = clock.nextDeadline { clock.advance(to: next) }
+    let waits = watches.flatMap(\.durations)
+    #expect(waits.count == 60)
+    #expect(waits.allSatisfy { $0 >= .seconds(1) && $0 <= .seconds(2) })
+    #expect(Set(waits).count > 50, "\(waits)")
   }
 
   @Test func a_retry_after_hint_is_capped_by_max_delay() {
