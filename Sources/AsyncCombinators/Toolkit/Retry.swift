@@ -210,8 +210,9 @@ final class RetryLoop: StageSink {
 
 /// When and how often `retry` tries again.
 struct RetryPolicy: Sendable {
-  /// The longest wait, about 146 billion years: a timer armed for it never fires, and an
-  /// instant of any clock in use plus it keeps a seconds component that fits in `Int64`.
+  /// The longest wait, about 146 billion years: where waits stop growing, so that scaling
+  /// one never overflows. It is past `TimerClock.horizon`, so such a wait arms no timer and
+  /// ends only with the run's cancellation.
   static let longestWait = Duration.seconds(Int64.max / 2)
 
   let times: Int
