@@ -29,6 +29,9 @@ public final class RetryBudget: Sendable {
 
   /// Creates a full budget.
   ///
+  /// Any values in the ranges below work, up to `Int.max`; a value outside its range is a
+  /// precondition failure whose message names it.
+  ///
   /// - Parameters:
   ///   - tokens: What the budget holds when full; 0 or more.
   ///   - retryCost: What each retry spends; 1 or more.
@@ -65,7 +68,8 @@ public final class RetryBudget: Sendable {
     var current = balance.load(ordering: .relaxed)
     while current < tokens {
       let (exchanged, found) = balance.compareExchange(
-        expected: current, desired: min(tokens, current + successRefund), ordering: .relaxed)
+        expected: current, desired: current + min(successRefund, tokens - current),
+        ordering: .relaxed)
       if exchanged { return }
       current = found
     }

@@ -120,8 +120,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private enum Step {
     case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
     /// Nothing more fits now; a rate budget refills enough for the head after `refillIn`, at
-    /// `due` on the gate's clock.
-    case stop(refillIn: Duration?, due: Duration = .zero)
+    /// `due` on the gate's clock: a refill timer to arm on `arm`. `disarm` is a refill timer's
+    /// token to cancel, of a timer no longer needed.
+    case stop(
+      refillIn: Duration?, due: Duration = .zero, arm: CancellationToken? = nil,
+      disarm: CancellationToken? = nil)
   }
 
   private struct State {
@@ -143,6 +146,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// rate budget has refilled; `nil` when none is armed. A head that needs less than the one
     /// the timer was armed for (the earlier head left) arms an earlier one.
     var refillDue: Duration?
+    /// The token of that timer, cancelled as soon as the timer is no longer needed: the queue
+    /// emptied, or an earlier timer replaced it. A timer holds the gate until it ends.
+    var refillTimer: CancellationToken?
     /// A watch per token that waiters in the queue wait on, by the token's identity: no other
     /// token can take that identity while the watch lives, since its waiters hold the token.
     var watches: [ObjectIdentifier: Watch] = [:]
@@ -166,9 +172,28 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       return true
     }
 
-    /// How long until the rate budget could admit `weight`; `nil` without a rate budget.
-    func retryAfter(weight: Int, on clock: AdmissionClock?) -> Duration? {
-      rate?.wait(for: weight, at: clock?.elapsed() ?? .zero)
+    /// How long until the rate budget could admit a run of `weight` and `priority`, after the
+    /// waiters it would queue behind have taken theirs; `nil` without a rate budget.
+    ///
+    /// - Complexity: O(*n*) in the waiters of `priority` and above.
+    func retryAfter(weight: Int, priority: Int, on clock: AdmissionClock?) -> Duration? {
+      guard let rate else { return nil }
+      var weights: [Int] = []
+      for lane in lanes where lane.priority >= priority {
+        var next = lane.first
+        while let waiter = next {
+          weights.append(contentsOf: repeatElement(waiter.place.weight, count: waiter.place.runs))
+          next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
+        }
+      }
+      weights.append(weight)
+      return rate.wait(forEach: weights, at: clock?.elapsed() ?? .zero)
+    }
+
+    /// The refill timer's token, to cancel: nothing waits for it any more.
+    mutating func disarm() -> CancellationToken? {
+      refillDue = nil
+      return refillTimer.take()
     }
 
     private func watch(for token: ObjectIdentifier) -> Watch? {
@@ -291,8 +316,6 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private let state: Locked<State>
   let queueLimit: QueueLimit
   private let clock: AdmissionClock?
-  /// The token the refill timers wait on; never cancelled.
-  private let timerToken = CancellationToken()
 
   /// - Parameters:
   ///   - capacity: The most weight admitted at once.
@@ -419,9 +442,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
     switch queueLimit.kind {
     case .none:
-      return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+      return .rejected(retryAfter: state.retryAfter(weight: weight, priority: priority, on: clock))
     case .count(let most) where state.waitingCount >= most:
-      return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+      return .rejected(retryAfter: state.retryAfter(weight: weight, priority: priority, on: clock))
     default:
       return .waits
     }
@@ -443,7 +466,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       let idle = state.takeIdleCallbacks()
       // The slot goes to the head waiter in this same locked step.
-      guard !state.isDraining, state.waitingCount > 0 else { return (nil, idle) }
+      guard !state.isDraining else { return (nil, idle) }
+      guard state.waitingCount > 0 else {
+        return (state.refillTimer == nil ? nil : .stop(refillIn: nil, disarm: state.disarm()), idle)
+      }
       state.isDraining = true
       return (takeStep(&state, input: &input), idle)
     }
@@ -480,7 +506,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private func drain() {
     var input: AnyValue = ()
     let first = state.withLock { state -> Step? in
-      guard !state.isDraining, state.waitingCount > 0 else { return nil }
+      guard !state.isDraining else { return nil }
+      guard state.waitingCount > 0 else {
+        // The last waiter left: its refill timer goes with it, not when it fires.
+        return state.refillTimer == nil ? nil : .stop(refillIn: nil, disarm: state.disarm())
+      }
       state.isDraining = true
       return takeStep(&state, input: &input)
     }
@@ -492,12 +522,18 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// drain.
   private func takeStep(_ state: inout State, input: inout AnyValue) -> Step {
     let step = state.nextStep(on: clock, input: &input)
-    guard case .stop(let refillIn, let due) = step else { return step }
+    guard case .stop(let refillIn, let due, _, _) = step else { return step }
     state.isDraining = false
-    guard refillIn != nil else { return step }
+    guard let refillIn else {
+      return .stop(refillIn: nil, disarm: state.waitingCount == 0 ? state.disarm() : nil)
+    }
     if let armed = state.refillDue, armed <= due { return .stop(refillIn: nil) }
+    // An earlier refill than the armed one: the head that needed more left.
+    let replaced = state.refillTimer
+    let timer = CancellationToken()
     state.refillDue = due
-    return step
+    state.refillTimer = timer
+    return .stop(refillIn: refillIn, due: due, arm: timer, disarm: replaced)
   }
 
   /// The drain loop, from its first step: admits waiters in order while they fit.
@@ -510,10 +546,14 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         registration?.remove()
         expiry?.cancel()
         waiter.admitted(input)
-      case .stop(let refillIn, let due):
-        guard let refillIn, let clock else { return }
-        clock.timers.after(refillIn, timerToken) { _ in
-          self.state.withLock { if $0.refillDue == due { $0.refillDue = nil } }
+      case .stop(let refillIn, _, let arm, let disarm):
+        disarm?.cancel()
+        guard let refillIn, let arm, let clock else { return }
+        clock.timers.after(refillIn, arm) { expired in
+          guard expired else { return }
+          self.state.withLock { state in
+            if state.refillTimer === arm { _ = state.disarm() }
+          }
           self.drain()
         }
         return
