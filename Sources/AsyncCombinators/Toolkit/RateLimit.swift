@@ -158,9 +158,11 @@ struct RateBudget {
     case .fixedWindow(let permits, let period):
       state = .fixed(permits: permits, period: period.attoseconds, window: 0, count: 0)
     case .slidingWindow(let permits, let period, let segments):
+      // At most one segment per attosecond, so that the segments span the period, not more.
+      let segments = Int(min(Int128(segments), period.attoseconds))
       state = .sliding(
-        permits: permits, segment: max(1, period.attoseconds / Int128(segments)),
-        segments: segments, current: 0, starts: [], total: 0)
+        permits: permits, segment: period.attoseconds / Int128(segments), segments: segments,
+        current: 0, starts: [], total: 0)
     }
   }
 

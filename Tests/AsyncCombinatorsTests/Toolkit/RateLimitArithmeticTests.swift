@@ -138,6 +138,21 @@ private final class Admissions: Sendable {
     #expect(admissions.lastHint == period)
   }
 
+  @Test func a_sliding_window_with_more_segments_than_attoseconds_spans_its_period() {
+    let clock = TestClock()
+    let admissions = Admissions()
+    let period = Duration(secondsComponent: 0, attosecondsComponent: 10)
+    let limiter = Limiter(
+      rate: .slidingWindow(2, per: period, segments: 100), queue: .none, clock: clock)
+    let call = admissions.function.limited(by: limiter)
+    for input in 0..<3 { call.run(input, completion: admissions.completion) }
+    #expect(admissions.count == 2)
+    #expect(admissions.lastHint == period)
+    clock.advance(by: period)
+    call.run(0, completion: admissions.completion)
+    #expect(admissions.count == 3)
+  }
+
   @Test func a_rejected_run_behind_a_heavier_waiter_is_told_when_it_could_start() {
     let clock = TestClock()
     let admissions = Admissions()
