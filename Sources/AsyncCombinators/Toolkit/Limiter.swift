@@ -60,6 +60,12 @@ public final class Limiter: Sendable, CustomStringConvertible {
     largestWeight = rate.largestWeight
     description = "Limiter(rate: \(rate), queue: \(queue))"
   }
+
+  init(gate: Admission<LimitedRun>, largestWeight: Int, description: String) {
+    self.gate = gate
+    self.largestWeight = largestWeight
+    self.description = description
+  }
 }
 
 /// A run turned away by a ``Limiter`` or a ``WorkQueue`` because its ``QueueLimit`` was

@@ -231,6 +231,15 @@ struct RateBudget {
     }
   }
 
+  /// How long from `now` until the budget is full again, if nobody takes any meanwhile.
+  func untilFull(at now: Duration) -> Duration {
+    switch state {
+    case .bucket(_, _, let burst, _, _, _): wait(for: burst, at: now)
+    case .fixed(let permits, _, _, _), .sliding(let permits, _, _, _, _, _):
+      wait(for: permits, at: now)
+    }
+  }
+
   /// How long from `now` until `weights`, in order, have each taken their permits, the next
   /// as soon as the one before it has: when the last of them could start, if nobody else
   /// takes any meanwhile; at most ``longestWait``.

@@ -127,6 +127,16 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       disarm: CancellationToken? = nil)
   }
 
+  /// What a chain's members answer its head.
+  private enum MembersAnswer {
+    /// Every member admitted it: each holds its slot.
+    case admitted
+    /// A member turned it away and none took anything; the members that did wake the chain
+    /// when they free something, and the rate ones could admit it after `refillIn`, the
+    /// longest of their waits, when known.
+    case turnedAway(refillIn: Duration?)
+  }
+
   private struct State {
     var capacity: Int
     /// The weight admitted and not yet given back.
@@ -156,6 +166,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var recentWatch: Watch?
     /// Called once nothing is admitted and nothing waits.
     var whenIdle: [@Sendable () -> Void] = []
+    /// The chains (``Limiter/init(all:)``) this gate turned a run away from, by the chain's
+    /// identity: each is woken once, the next time this gate frees something or its queue
+    /// moves, to ask again.
+    var chainWakers: [ObjectIdentifier: @Sendable () -> Void] = [:]
 
     init(capacity: Int, rate: RateBudget?) {
       self.capacity = capacity
@@ -172,12 +186,48 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       return true
     }
 
+    /// As a chain's member, with the chain's lock held: whether a run of `weight` and
+    /// `priority` may start now, taking its slot if so and only if `rest` (the chain's other
+    /// members, asked while this gate's lock is held) admits it too.
+    mutating func admitAsMember(
+      weight: Int, priority: Int, on clock: AdmissionClock?, rest: () -> Bool
+    ) -> Bool {
+      guard !isPaused, used + weight <= capacity else { return false }
+      if !lanes.isEmpty && lanes[0].priority >= priority { return false }
+      var budget = rate
+      if budget != nil, !budget!.take(weight, at: clock?.elapsed() ?? .zero) { return false }
+      guard rest() else { return false }
+      rate = budget
+      used += weight
+      holders += 1
+      return true
+    }
+
+    /// Whether a run of `weight` and `priority` would wait or be rejected now.
+    func turnsAway(weight: Int, priority: Int, on clock: AdmissionClock?) -> Bool {
+      if isPaused || used + weight > capacity { return true }
+      if !lanes.isEmpty && lanes[0].priority >= priority { return true }
+      guard let rate else { return false }
+      return rate.wait(for: weight, at: clock?.elapsed() ?? .zero) > .zero
+    }
+
     /// How long until the rate budget could admit a run of `weight` and `priority`, after the
-    /// waiters it would queue behind have taken theirs; `nil` without a rate budget.
+    /// waiters it would queue behind have taken theirs, then `ahead`; `nil` without a rate
+    /// budget.
     ///
     /// - Complexity: O(*n*) in the waiters of `priority` and above.
-    func retryAfter(weight: Int, priority: Int, on clock: AdmissionClock?) -> Duration? {
+    func retryAfter(
+      weight: Int, priority: Int, ahead: [Int] = [], on clock: AdmissionClock?
+    ) -> Duration? {
       guard let rate else { return nil }
+      var weights = weightsAhead(of: priority)
+      weights.append(contentsOf: ahead)
+      weights.append(weight)
+      return rate.wait(forEach: weights, at: clock?.elapsed() ?? .zero)
+    }
+
+    /// The weights of the waiters a run of `priority` would queue behind, in order.
+    func weightsAhead(of priority: Int) -> [Int] {
       var weights: [Int] = []
       for lane in lanes where lane.priority >= priority {
         var next = lane.first
@@ -186,8 +236,14 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
           next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
         }
       }
-      weights.append(weight)
-      return rate.wait(forEach: weights, at: clock?.elapsed() ?? .zero)
+      return weights
+    }
+
+    /// The chains to wake, taken.
+    mutating func takeChainWakers() -> [@Sendable () -> Void] {
+      guard !chainWakers.isEmpty else { return [] }
+      defer { chainWakers = [:] }
+      return Array(chainWakers.values)
     }
 
     /// The refill timer's token, to cancel: nothing waits for it any more.
@@ -278,7 +334,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
 
     /// The next step of the drain loop: the head of the highest lane if it may start.
-    mutating func nextStep(on clock: AdmissionClock?, input: inout AnyValue) -> Step {
+    mutating func nextStep(
+      on clock: AdmissionClock?, input: inout AnyValue,
+      members: ((_ weight: Int, _ priority: Int) -> MembersAnswer)? = nil
+    ) -> Step {
       guard !isPaused, !lanes.isEmpty, let head = lanes[0].first else {
         return .stop(refillIn: nil)
       }
@@ -290,6 +349,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
           let refillIn = rate!.wait(for: weight, at: time)
           return .stop(refillIn: refillIn, due: time + refillIn)
         }
+      }
+      if let members, case .turnedAway(let refillIn) = members(weight, head.place.priority) {
+        guard let refillIn else { return .stop(refillIn: nil) }
+        let time = clock?.elapsed() ?? .zero
+        return .stop(refillIn: refillIn, due: time + refillIn)
       }
       used += weight
       holders += 1
@@ -315,20 +379,27 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   private let state: Locked<State>
   let queueLimit: QueueLimit
-  private let clock: AdmissionClock?
+  let clock: AdmissionClock?
+  /// For a chain (``Limiter/init(all:)``): the gates each run must be admitted by as well,
+  /// and holds a slot of while it runs; in the order of their identities, the one order in
+  /// which every chain takes their locks, after its own. Empty for any other gate.
+  let members: [Admission]
 
   /// - Parameters:
   ///   - capacity: The most weight admitted at once.
   ///   - queue: How many may wait, and for how long.
   ///   - rate: The budget that paces admissions, if any.
   ///   - clock: The clock of the wait limit and the rate; needed for either.
+  ///   - members: For a chain, the gates each run must also be admitted by; no two the same,
+  ///     none a chain itself.
   init(
     capacity: Int, queue: QueueLimit = .unbounded, rate: RateBudget? = nil,
-    clock: AdmissionClock? = nil
+    clock: AdmissionClock? = nil, members: [Admission] = []
   ) {
     state = Locked(State(capacity: capacity, rate: rate))
     queueLimit = queue
     self.clock = clock
+    self.members = members.sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
   }
 
   deinit {
@@ -353,6 +424,24 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   }
 
   var capacity: Int { state.withLock { $0.capacity } }
+
+  /// How long until the gate is at rest, if nothing comes meanwhile: nothing admitted, nothing
+  /// waiting, and its rate budget full again (and, for a chain, its members' budgets);
+  /// `nil` while something is admitted or waits.
+  func restsIn() -> Duration? {
+    let own = state.withLock { state -> Duration? in
+      guard state.holders == 0, state.waitingCount == 0 else { return nil }
+      return state.rate?.untilFull(at: clock?.elapsed() ?? .zero) ?? .zero
+    }
+    guard var longest = own else { return nil }
+    for member in members {
+      let full = member.state.withLock {
+        $0.rate?.untilFull(at: member.clock?.elapsed() ?? .zero) ?? .zero
+      }
+      longest = max(longest, full)
+    }
+    return longest
+  }
 
   /// Admits `waiter` now if its weight fits, the budget allows, and nobody of its priority or
   /// above waits; otherwise it waits for its turn, or is rejected by the queue limit. If its
@@ -387,8 +476,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         if expired { self.expire(waiter) }
       }
     }
-    // A rate-paced gate needs a refill timer for the new head.
-    if clock != nil { drain() }
+    // A rate-paced gate needs a refill timer for the new head, and a chain's head needs its
+    // members to wake it.
+    if clock != nil || !members.isEmpty { drain() }
   }
 
   /// Queues `waiter` for `runs` admissions in a row, as one waiter in one place: a limited
@@ -439,15 +529,83 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   /// Whether a run may start now (taking its slot), must be rejected, or may wait.
   private func decide(_ state: inout State, weight: Int, priority: Int) -> Attempt {
-    if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+    if members.isEmpty {
+      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+    } else if !state.isPaused, state.lanes.isEmpty || state.lanes[0].priority < priority,
+      Self.takeAll(members[...], weight: weight, priority: priority)
+    {
+      state.used += weight
+      state.holders += 1
+      return .admitted
+    }
     switch queueLimit.kind {
     case .none:
-      return .rejected(retryAfter: state.retryAfter(weight: weight, priority: priority, on: clock))
+      return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     case .count(let most) where state.waitingCount >= most:
-      return .rejected(retryAfter: state.retryAfter(weight: weight, priority: priority, on: clock))
+      return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     default:
       return .waits
     }
+  }
+
+  /// How long until a run of `weight` and `priority`, turned away now, could be admitted:
+  /// for a chain, the longest of its members' answers that are known.
+  private func retryAfter(_ state: State, weight: Int, priority: Int) -> Duration? {
+    guard !members.isEmpty else {
+      return state.retryAfter(weight: weight, priority: priority, on: clock)
+    }
+    let ahead = state.weightsAhead(of: priority)
+    var longest: Duration?
+    for member in members {
+      let (turnsAway, wait) = member.state.withLock { memberState in
+        (
+          memberState.turnsAway(weight: weight, priority: priority, on: member.clock),
+          memberState.retryAfter(
+            weight: weight, priority: priority, ahead: ahead, on: member.clock)
+        )
+      }
+      guard let wait, turnsAway || wait > .zero else { continue }
+      longest = max(longest ?? .zero, wait)
+    }
+    return longest
+  }
+
+  /// Takes `weight` from every gate of `gates`, or from none: each gate's lock is held while
+  /// the gates after it are asked, so that no other run sees a part taken.
+  private static func takeAll(_ gates: ArraySlice<Admission>, weight: Int, priority: Int) -> Bool {
+    guard let gate = gates.first else { return true }
+    return gate.state.withLock { state in
+      state.admitAsMember(weight: weight, priority: priority, on: gate.clock) {
+        takeAll(gates.dropFirst(), weight: weight, priority: priority)
+      }
+    }
+  }
+
+  /// A chain's head asks its members: each admits it, or none takes anything and each that
+  /// turns it away will wake this chain once it frees something.
+  private func askMembers(weight: Int, priority: Int) -> MembersAnswer {
+    let wake: @Sendable () -> Void = { [weak self] in self?.drain() }
+    let id = ObjectIdentifier(self)
+    // A member that frees a slot between the two passes is asked again.
+    for _ in 0..<4 {
+      if Self.takeAll(members[...], weight: weight, priority: priority) { return .admitted }
+      var turnedAway = false
+      var longest: Duration?
+      for member in members {
+        let wait = member.state.withLock { state -> Duration?? in
+          guard state.turnsAway(weight: weight, priority: priority, on: member.clock) else {
+            return nil
+          }
+          state.chainWakers[id] = wake
+          return .some(state.retryAfter(weight: weight, priority: priority, on: member.clock))
+        }
+        guard let wait else { continue }
+        turnedAway = true
+        if let wait { longest = max(longest ?? .zero, wait) }
+      }
+      if turnedAway { return .turnedAway(refillIn: longest) }
+    }
+    return .turnedAway(refillIn: .zero)
   }
 
   /// Gives back `weight`; the waiters that now fit get their slots.
@@ -455,8 +613,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// - Parameter succeeded: Whether the holder's work succeeded, to count it; `nil` to count
   ///   nothing.
   func leave(weight: Int = 1, succeeded: Bool? = nil) {
+    // A chain's run gives its members' slots back first: the chain's head may take them.
+    for member in members { member.leave(weight: weight) }
     var input: AnyValue = ()
+    var wakers: [@Sendable () -> Void] = []
     let (first, idle) = state.withLock { state -> (Step?, [@Sendable () -> Void]) in
+      wakers = state.takeChainWakers()
       state.used -= weight
       state.holders -= 1
       switch succeeded {
@@ -474,6 +636,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       return (takeStep(&state, input: &input), idle)
     }
     if let first { admitWaiting(from: first, input: input) }
+    for wake in wakers { wake() }
     for callback in idle { callback() }
   }
 
@@ -505,7 +668,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// Starts the drain loop unless a thread runs it already.
   private func drain() {
     var input: AnyValue = ()
+    var wakers: [@Sendable () -> Void] = []
+    defer { for wake in wakers { wake() } }
     let first = state.withLock { state -> Step? in
+      wakers = state.takeChainWakers()
       guard !state.isDraining else { return nil }
       guard state.waitingCount > 0 else {
         // The last waiter left: its refill timer goes with it, not when it fires.
@@ -521,7 +687,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// with its input moved into `input`, or the loop's end, after which another thread may
   /// drain.
   private func takeStep(_ state: inout State, input: inout AnyValue) -> Step {
-    let step = state.nextStep(on: clock, input: &input)
+    let step =
+      members.isEmpty
+      ? state.nextStep(on: clock, input: &input)
+      : state.nextStep(on: clock, input: &input) { self.askMembers(weight: $0, priority: $1) }
     guard case .stop(let refillIn, let due, _, _) = step else { return step }
     state.isDraining = false
     guard let refillIn else {
