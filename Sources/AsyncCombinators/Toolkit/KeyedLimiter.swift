@@ -77,6 +77,11 @@ public final class KeyedLimiter<Key: Hashable & Sendable>: Sendable, CustomStrin
     timers = TimerClock(clock)
   }
 
+  deinit {
+    // Let the rest timers go now rather than when they fire.
+    for timer in entries.withLock({ $0.values.compactMap(\.idleTimer) }) { timer.cancel() }
+  }
+
   /// The keys that have a limiter now.
   public var count: Int { entries.withLock { $0.count } }
 

@@ -72,7 +72,8 @@ public final class Limiter: Sendable, CustomStringConvertible {
 /// reached: it started nothing.
 ///
 /// A `retry` waits `retryAfter`, when known, before trying again: it is when a rate limiter
-/// next has the permits the run needs.
+/// could admit the run, once the runs waiting ahead of it have taken their permits and its
+/// own are back.
 ///
 /// ```swift
 /// print(LimitExceeded(retryAfter: .seconds(1)))

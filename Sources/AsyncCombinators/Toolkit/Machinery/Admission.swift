@@ -584,11 +584,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// A chain's head asks its members: each admits it, or none takes anything and each that
   /// turns it away will wake this chain once it frees something.
   private func askMembers(weight: Int, priority: Int) -> MembersAnswer {
-    let wake: @Sendable () -> Void = { [weak self] in self?.drain() }
     let id = ObjectIdentifier(self)
     // A member that frees a slot between the two passes is asked again.
     for _ in 0..<4 {
       if Self.takeAll(members[...], weight: weight, priority: priority) { return .admitted }
+      let wake: @Sendable () -> Void = { [weak self] in self?.drain() }
       var turnedAway = false
       var longest: Duration?
       for member in members {
