@@ -244,7 +244,8 @@ struct RateBudget {
   /// as soon as the one before it has: when the last of them could start, if nobody else
   /// takes any meanwhile; at most ``longestWait``.
   ///
-  /// - Complexity: O(*n*) in the number of weights, times a sliding window's segments.
+  /// - Complexity: O(*n*) in the number of weights, times the segments with starts of a
+  ///   sliding window.
   func wait(forEach weights: some Sequence<Int>, at now: Duration) -> Duration {
     var budget = self
     var time = now
