@@ -8,8 +8,9 @@
 /// runs together. A key's limiter is let go once it has been at rest for `idleAfter`, so the
 /// keys a service has seen do not pile up; a key seen again gets a new limiter, which is
 /// exact, since the old one owed nothing. To limit each key and all of them together, let
-/// `make` chain the key's own limiter with a shared one (``Limiter/init(all:)``); a key whose
-/// chain holds a shared rate limiter is let go once that one is full again too.
+/// `make` chain the key's own limiter with a shared one (``Limiter/init(all:)``): a limiter
+/// that two keys' chains have held is shared, and a key owes it nothing when it is let go (a
+/// key that is the only one ever to hold it waits until it is full again too).
 ///
 /// ```swift
 /// let clock = TestClock()
@@ -54,7 +55,41 @@ public final class KeyedLimiter<Key: Hashable & Sendable>: Sendable, CustomStrin
     case wait(Duration, CancellationToken)
   }
 
-  private let entries = Locked<[Key: Entry]>([:])
+  /// The keys' limiters, and the chains' member limiters they hold: a member two keys' chains
+  /// have held is shared, and lives on when one key's chain is let go, so that key owes it
+  /// nothing. A member stays counted (and its identity cannot be reused) while a chain holds
+  /// it.
+  private struct Table {
+    var entries: [Key: Entry] = [:]
+    var members: [ObjectIdentifier: (chains: Int, isShared: Bool)] = [:]
+
+    /// Makes the entry of `key` with `make`, counting its members.
+    mutating func make(_ key: Key, _ make: (Key) -> Limiter) -> Entry {
+      let entry = Entry(limiter: make(key))
+      for member in entry.limiter.gate.members {
+        let id = ObjectIdentifier(member)
+        let chains = (members[id]?.chains ?? 0) + 1
+        members[id] = (chains, chains > 1 || members[id]?.isShared == true)
+      }
+      return entry
+    }
+
+    /// Drops the entry of `key`, and its members' counts.
+    mutating func drop(_ key: Key) {
+      guard let entry = entries.removeValue(forKey: key) else { return }
+      for member in entry.limiter.gate.members {
+        let id = ObjectIdentifier(member)
+        if members[id]!.chains == 1 { members[id] = nil } else { members[id]!.chains -= 1 }
+      }
+    }
+
+    /// The members of `limiter`, a chain, that other keys' chains hold or have held.
+    func shared(in limiter: Limiter) -> Set<ObjectIdentifier> {
+      Set(limiter.gate.members.lazy.map(ObjectIdentifier.init).filter { members[$0]!.isShared })
+    }
+  }
+
+  private let table = Locked(Table())
   private let make: @Sendable (Key) -> Limiter
   private let idleAfter: Duration
   private let timers: TimerClock
@@ -79,22 +114,22 @@ public final class KeyedLimiter<Key: Hashable & Sendable>: Sendable, CustomStrin
 
   deinit {
     // Let the rest timers go now rather than when they fire.
-    for timer in entries.withLock({ $0.values.compactMap(\.idleTimer) }) { timer.cancel() }
+    for timer in table.withLock({ $0.entries.values.compactMap(\.idleTimer) }) { timer.cancel() }
   }
 
   /// The keys that have a limiter now.
-  public var count: Int { entries.withLock { $0.count } }
+  public var count: Int { table.withLock { $0.entries.count } }
 
   /// `KeyedLimiter(idleAfter: 60.0 seconds)`.
   public var description: String { "KeyedLimiter(idleAfter: \(idleAfter))" }
 
   /// The limiter of `key`, made if it has none, held against dropping until ``checkIn(_:_:)``.
   func checkOut(_ key: Key) -> Limiter {
-    let (limiter, timer) = entries.withLock { entries -> (Limiter, CancellationToken?) in
-      var entry = entries.removeValue(forKey: key) ?? Entry(limiter: make(key))
+    let (limiter, timer) = table.withLock { table -> (Limiter, CancellationToken?) in
+      var entry = table.entries.removeValue(forKey: key) ?? table.make(key, make)
       entry.entering += 1
       let timer = entry.idleTimer.take()
-      entries[key] = entry
+      table.entries[key] = entry
       return (entry.limiter, timer)
     }
     timer?.cancel()
@@ -103,12 +138,12 @@ public final class KeyedLimiter<Key: Hashable & Sendable>: Sendable, CustomStrin
 
   /// A run of `key` has entered `limiter`'s gate: the gate shows it from now on.
   func checkIn(_ key: Key, _ limiter: Limiter) {
-    let watches = entries.withLock { entries -> Bool in
-      guard var entry = entries[key], entry.limiter === limiter else { return false }
+    let watches = table.withLock { table -> Bool in
+      guard var entry = table.entries[key], entry.limiter === limiter else { return false }
       entry.entering -= 1
       let watches = entry.entering == 0 && !entry.watchesIdle
       if watches { entry.watchesIdle = true }
-      entries[key] = entry
+      table.entries[key] = entry
       return watches
     }
     guard watches else { return }
@@ -118,17 +153,17 @@ public final class KeyedLimiter<Key: Hashable & Sendable>: Sendable, CustomStrin
   /// Nothing runs or waits at `key`'s limiter: it is dropped after `idleAfter` if nothing
   /// comes, and once nothing is owed.
   private func becameIdle(_ key: Key, _ limiter: Limiter) {
-    let timer = entries.withLock { entries -> CancellationToken? in
-      guard var entry = entries[key], entry.limiter === limiter else { return nil }
+    let timer = table.withLock { table -> CancellationToken? in
+      guard var entry = table.entries[key], entry.limiter === limiter else { return nil }
       entry.watchesIdle = false
       // A run entering now watches again once it is in.
       guard entry.entering == 0 else {
-        entries[key] = entry
+        table.entries[key] = entry
         return nil
       }
       let timer = CancellationToken()
       entry.idleTimer = timer
-      entries[key] = entry
+      table.entries[key] = entry
       return timer
     }
     if let timer { arm(timer, after: idleAfter, key, limiter) }
@@ -144,24 +179,25 @@ public final class KeyedLimiter<Key: Hashable & Sendable>: Sendable, CustomStrin
 
   /// `timer` fired: drops the key if its limiter is at rest; otherwise waits until it is.
   private func restTimeUp(_ key: Key, _ limiter: Limiter, _ timer: CancellationToken) {
-    let next = entries.withLock { entries -> RestStep in
-      guard var entry = entries[key], entry.idleTimer === timer, entry.entering == 0 else {
+    let next = table.withLock { table -> RestStep in
+      guard var entry = table.entries[key], entry.idleTimer === timer, entry.entering == 0 else {
         return .done
       }
-      guard let restsIn = limiter.gate.restsIn() else {
+      // A member other keys share keeps its own account: only this key's own must be full.
+      guard let restsIn = limiter.gate.restsIn(ignoring: table.shared(in: limiter)) else {
         // Only a run of this key reaches its gate, and each run cancels the timer first.
         entry.idleTimer = nil
         entry.watchesIdle = true
-        entries[key] = entry
+        table.entries[key] = entry
         return .waitIdle
       }
       guard restsIn > .zero else {
-        entries[key] = nil
+        table.drop(key)
         return .done
       }
       let next = CancellationToken()
       entry.idleTimer = next
-      entries[key] = entry
+      table.entries[key] = entry
       return .wait(restsIn, next)
     }
     switch next {

@@ -141,6 +141,22 @@ private final class KeyedStarts: Sendable {
     for run in parking.takeAll() { run.complete(.success(run.input)) }
   }
 
+  @Test func keys_chained_with_a_shared_limiter_owe_it_nothing_when_let_go() {
+    let clock = TestClock()
+    let starts = KeyedStarts(clock)
+    let global = Limiter(rate: .tokenBucket(100, per: .seconds(60)), clock: clock)
+    let keyed = KeyedLimiter<Int>(idleAfter: .seconds(1), clock: clock) { _ in
+      Limiter(all: [Limiter(rate: .tokenBucket(10, per: .seconds(1)), clock: clock), global])
+    }
+    let call = starts.function.limited(by: keyed, key: { $0 })
+    for key in 0..<3 { call.run(key, completion: starts.completion) }
+    #expect(keyed.count == 3)
+    // Each key's own bucket is full at 0.1 s; the shared one only at 1.8 s, and it is not theirs.
+    clock.advance(by: .seconds(1))
+    #expect(keyed.count == 0)
+    #expect(clock.pendingCount == 0)
+  }
+
   @Test func a_keys_limiter_is_made_once_when_its_first_runs_arrive_together() {
     let made = Tally()
     let keyed = KeyedLimiter<Int> { _ in

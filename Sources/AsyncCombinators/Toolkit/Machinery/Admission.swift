@@ -426,15 +426,15 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   var capacity: Int { state.withLock { $0.capacity } }
 
   /// How long until the gate is at rest, if nothing comes meanwhile: nothing admitted, nothing
-  /// waiting, and its rate budget full again (and, for a chain, its members' budgets);
-  /// `nil` while something is admitted or waits.
-  func restsIn() -> Duration? {
+  /// waiting, and its rate budget full again (and, for a chain, its members' budgets but those
+  /// of `ignoring`); `nil` while something is admitted or waits.
+  func restsIn(ignoring: Set<ObjectIdentifier> = []) -> Duration? {
     let own = state.withLock { state -> Duration? in
       guard state.holders == 0, state.waitingCount == 0 else { return nil }
       return state.rate?.untilFull(at: clock?.elapsed() ?? .zero) ?? .zero
     }
     guard var longest = own else { return nil }
-    for member in members {
+    for member in members where !ignoring.contains(ObjectIdentifier(member)) {
       let full = member.state.withLock {
         $0.rate?.untilFull(at: member.clock?.elapsed() ?? .zero) ?? .zero
       }
