@@ -1,4 +1,5 @@
 import AsyncCombinatorsTesting
+import Dispatch
 import Synchronization
 import Testing
 
@@ -149,6 +150,39 @@ private final class ChainStarts: Sendable {
     #expect(perCustomer.count == 2)
     clock.advance(by: .seconds(60))
     #expect(perCustomer.count == 0)
+  }
+
+  @Test(.timeLimit(.minutes(1)))
+  func chains_sharing_limiters_in_any_order_never_deadlock_nor_exceed_a_limit() {
+    let (a, b) = (Limiter(concurrency: 2), Limiter(concurrency: 3))
+    let inA = Atomic(0)
+    let inB = Atomic(0)
+    let over = Atomic(0)
+    let done = Atomic(0)
+    func body(holding a: Bool, _ b: Bool) -> AsyncFunc<Int, Int> {
+      AsyncFunc.sync(name: "body") { input in
+        if a, inA.add(1, ordering: .relaxed).newValue > 2 { over.add(1, ordering: .relaxed) }
+        if b, inB.add(1, ordering: .relaxed).newValue > 3 { over.add(1, ordering: .relaxed) }
+        if a { inA.subtract(1, ordering: .relaxed) }
+        if b { inB.subtract(1, ordering: .relaxed) }
+        return input
+      }
+    }
+    let calls = [
+      body(holding: true, true).limited(by: Limiter(all: [a, b])),
+      body(holding: true, true).limited(by: Limiter(all: [b, a])),
+      body(holding: true, false).limited(by: a),
+      body(holding: false, true).limited(by: b),
+    ]
+    DispatchQueue.concurrentPerform(iterations: 8) { job in
+      for n in 0..<2_000 {
+        calls[(job + n) % calls.count].run(n) { _ in done.add(1, ordering: .relaxed) }
+      }
+    }
+    #expect(done.load(ordering: .relaxed) == 16_000)
+    #expect(over.load(ordering: .relaxed) == 0)
+    #expect(a.gate.counts.admitted == 0 && a.gate.counts.waiting == 0)
+    #expect(b.gate.counts.admitted == 0 && b.gate.counts.waiting == 0)
   }
 
   @Test func describes_its_limiters() {

@@ -585,8 +585,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// turns it away will wake this chain once it frees something.
   private func askMembers(weight: Int, priority: Int) -> MembersAnswer {
     let id = ObjectIdentifier(self)
-    // A member that frees a slot between the two passes is asked again.
-    for _ in 0..<4 {
+    // A member that frees a slot between the two passes is asked again: each time round,
+    // another run has moved on.
+    while true {
       if Self.takeAll(members[...], weight: weight, priority: priority) { return .admitted }
       let wake: @Sendable () -> Void = { [weak self] in self?.drain() }
       var turnedAway = false
@@ -605,7 +606,6 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       if turnedAway { return .turnedAway(refillIn: longest) }
     }
-    return .turnedAway(refillIn: .zero)
   }
 
   /// Gives back `weight`; the waiters that now fit get their slots.
