@@ -34,22 +34,9 @@ extension AsyncFunc {
   }
 
   /// The stage every gated modifier makes: each run enters `function`'s gate.
-  ///
-  /// A gate whose queue limit can turn a run away at once is asked first, so that a rejected
-  /// run builds nothing but its error; any other gate takes the run's waiter in one step.
   func limitedStage(_ function: LimitedFunction, call: String) -> AsyncFunc {
     AsyncFunc(modifying: program, call: call) { input, token, report in
-      let gate = function.gate
-      let (weight, priority) = (function.weight, function.priority)
-      if gate.queueLimit.rejectsAtOnce {
-        switch gate.attempt(weight: weight, priority: priority) {
-        case .admitted: return LimitedRun(function, token, report).admitted(input)
-        case .rejected(let retryAfter): return report.fail(LimitExceeded(retryAfter: retryAfter))
-        case .waits: break
-        }
-      }
-      gate.enter(
-        LimitedRun(function, token, report), input: input, weight: weight, priority: priority)
+      function.enter(input, token: token, report: report)
     }
   }
 }
@@ -77,6 +64,19 @@ final class LimitedFunction: Sendable {
     self.priority = priority
     self.deliversFirst = deliversFirst
     self.countsOutcomes = countsOutcomes
+  }
+  /// One run enters the gate. A gate whose queue limit can turn a run away at once is asked
+  /// first, so that a rejected run builds nothing but its error; any other gate takes the
+  /// run's waiter in one step.
+  func enter(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+    if gate.queueLimit.rejectsAtOnce {
+      switch gate.attempt(weight: weight, priority: priority) {
+      case .admitted: return LimitedRun(self, token, report).admitted(input)
+      case .rejected(let retryAfter): return report.fail(LimitExceeded(retryAfter: retryAfter))
+      case .waits: break
+      }
+    }
+    gate.enter(LimitedRun(self, token, report), input: input, weight: weight, priority: priority)
   }
 }
 

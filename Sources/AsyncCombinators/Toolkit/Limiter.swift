@@ -62,13 +62,20 @@ public final class Limiter: Sendable, CustomStringConvertible {
     largestWeight = rate.largestWeight
     description = "Limiter(rate: \(rate), queue: \(queue))"
   }
+
+  init(gate: Admission<LimitedRun>, largestWeight: Int, description: String) {
+    self.gate = gate
+    self.largestWeight = largestWeight
+    self.description = description
+  }
 }
 
 /// A run turned away by a ``Limiter`` or a ``WorkQueue`` because its ``QueueLimit`` was
 /// reached: it started nothing.
 ///
 /// A `retry` waits `retryAfter`, when known, before trying again: it is when a rate limiter
-/// next has the permits the run needs.
+/// could admit the run, once the runs waiting ahead of it have taken their permits and its
+/// own are back.
 ///
 /// ```swift
 /// print(LimitExceeded(retryAfter: .seconds(1)))

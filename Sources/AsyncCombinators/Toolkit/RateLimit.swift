@@ -4,6 +4,10 @@
 /// Each run takes its weight in permits when it starts; permits are never given back, they
 /// come again with time.
 ///
+/// Any permits, burst and segments from 1 to `Int.max` and any period above zero that a
+/// `Duration` holds work exactly, down to the attosecond; a value out of range is a misuse,
+/// which stops the program with a message naming the caller's line.
+///
 /// ```swift
 /// print(RateLimit.tokenBucket(60, per: .seconds(60)))
 /// print(RateLimit.fixedWindow(100, per: .seconds(1)))
@@ -121,122 +125,204 @@ public struct RateLimit: Sendable, Hashable, CustomStringConvertible {
   }
 }
 
-/// The permits a ``RateLimit`` has left, in whole nanoseconds since the gate was made, so that
-/// refills are exact: a bucket of 60 per minute has one permit again at exactly 1 second.
+/// The permits a ``RateLimit`` has left, counted in whole attoseconds since the gate was made,
+/// so that refills are exact for any rate a user can write: a bucket of 60 per minute has one
+/// permit again at exactly 1 second, and a million a day is a million, not what fits in a
+/// product of nanoseconds. No product of permits, period and burst is ever formed in a type it
+/// could overflow.
 struct RateBudget {
   private enum State {
-    /// `credit` counts permits in units of 1/`permits` of a permit-period: a permit costs
-    /// `period` units and each nanosecond adds `permits` units.
-    case bucket(permits: Int, period: Int, capacity: Int, credit: Int, last: Int)
-    case fixed(permits: Int, period: Int, window: Int, count: Int)
-    /// Starts per segment, in a ring indexed by segment number.
-    case sliding(permits: Int, segment: Int, current: Int, counts: [Int])
+    /// `tokens` whole permits, at most `burst`, and `fraction` of one more, in units of
+    /// 1/`period` of a permit (each attosecond adds `permits` units), as of `last`.
+    case bucket(
+      permits: Int, period: Int128, burst: Int, tokens: Int, fraction: Int128, last: Int128)
+    case fixed(permits: Int, period: Int128, window: Int128, count: Int)
+    /// The starts in each of the last `segments` segments that had any, oldest first, and
+    /// their sum: never more entries than starts, however many segments the window has.
+    case sliding(
+      permits: Int, segment: Int128, segments: Int, current: Int128, starts: [SegmentStarts],
+      total: Int)
+  }
+
+  /// How many started in one segment of a sliding window.
+  private struct SegmentStarts {
+    let segment: Int128
+    var count: Int
   }
 
   private var state: State
 
+  /// The longest wait a budget reports: past it, a wait would not fit a clock's instant.
+  static let longestWait = Duration.seconds(Int64.max / 4)
+
   init(_ rate: RateLimit) {
     switch rate.kind {
     case .tokenBucket(let permits, let period, let burst):
-      let period = Self.nanoseconds(period)
-      let capacity = Self.saturating(burst, period)
       state = .bucket(
-        permits: permits, period: period, capacity: capacity, credit: capacity, last: 0)
+        permits: permits, period: period.attoseconds, burst: burst, tokens: burst, fraction: 0,
+        last: 0)
     case .fixedWindow(let permits, let period):
-      state = .fixed(permits: permits, period: Self.nanoseconds(period), window: 0, count: 0)
+      state = .fixed(permits: permits, period: period.attoseconds, window: 0, count: 0)
     case .slidingWindow(let permits, let period, let segments):
-      let segment = max(1, Self.nanoseconds(period) / segments)
+      // At most one segment per attosecond, so that the segments span the period, not more.
+      let segments = Int(min(Int128(segments), period.attoseconds))
       state = .sliding(
-        permits: permits, segment: segment, current: 0, counts: Array(repeating: 0, count: segments)
-      )
+        permits: permits, segment: period.attoseconds / Int128(segments), segments: segments,
+        current: 0, starts: [], total: 0)
     }
   }
 
   /// Takes `weight` permits at `now` if there are enough.
   mutating func take(_ weight: Int, at now: Duration) -> Bool {
-    let now = Self.nanoseconds(now)
+    let now = Self.attoseconds(now)
     refill(at: now)
     switch state {
-    case .bucket(let permits, let period, let capacity, let credit, let last):
-      let cost = Self.saturating(weight, period)
-      guard credit >= cost else { return false }
+    case .bucket(let permits, let period, let burst, let tokens, let fraction, let last):
+      guard tokens >= weight else { return false }
       state = .bucket(
-        permits: permits, period: period, capacity: capacity, credit: credit - cost, last: last)
+        permits: permits, period: period, burst: burst, tokens: tokens - weight,
+        fraction: fraction, last: last)
     case .fixed(let permits, let period, let window, let count):
-      guard count + weight <= permits else { return false }
+      guard weight <= permits - count else { return false }
       state = .fixed(permits: permits, period: period, window: window, count: count + weight)
-    case .sliding(let permits, let segment, let current, var counts):
-      guard counts.reduce(0, +) + weight <= permits else { return false }
-      state = .bucket(permits: 0, period: 0, capacity: 0, credit: 0, last: 0)  // Unique `counts`.
-      counts[current % counts.count] += weight
-      state = .sliding(permits: permits, segment: segment, current: current, counts: counts)
+    case .sliding(let permits, let segment, let segments, let current, var starts, let total):
+      guard weight <= permits - total else { return false }
+      state = .fixed(permits: 0, period: 1, window: 0, count: 0)  // Unique `starts`.
+      if starts.last?.segment == current {
+        starts[starts.count - 1].count += weight
+      } else {
+        starts.append(SegmentStarts(segment: current, count: weight))
+      }
+      state = .sliding(
+        permits: permits, segment: segment, segments: segments, current: current,
+        starts: starts, total: total + weight)
     }
     return true
   }
 
-  /// How long from `now` until `weight` permits are there, if nobody takes any meanwhile.
+  /// How long from `now` until `weight` permits are there, if nobody takes any meanwhile; at
+  /// most ``longestWait``.
   func wait(for weight: Int, at now: Duration) -> Duration {
-    let now = Self.nanoseconds(now)
+    let now = Self.attoseconds(now)
     var budget = self
     budget.refill(at: now)
     switch budget.state {
-    case .bucket(let permits, let period, _, let credit, _):
-      let deficit = Self.saturating(weight, period) - credit
-      guard deficit > 0 else { return .zero }
-      return .nanoseconds((deficit + permits - 1) / permits)
-    case .fixed(let permits, let period, let window, let count):
-      guard count + weight > permits else { return .zero }
-      return .nanoseconds((window + 1) * period - now)
-    case .sliding(let permits, let segment, let current, let counts):
-      var left = counts.reduce(0, +)
-      guard left + weight > permits else { return .zero }
-      // After k more segment starts, the k oldest segments no longer count.
-      for step in 1...counts.count {
-        left -= counts[(current + step) % counts.count]
-        if left + weight <= permits { return .nanoseconds((current + step) * segment - now) }
+    case .bucket(let permits, let period, _, let tokens, let fraction, _):
+      guard tokens < weight else { return .zero }
+      // (weight − tokens) × period − fraction units, at `permits` units an attosecond; the
+      // product takes 256 bits.
+      let need = UInt128(weight - tokens).multipliedFullWidth(by: UInt128(period))
+      let (low, borrow) = need.low.subtractingReportingOverflow(UInt128(fraction))
+      let high = borrow ? need.high - 1 : need.high
+      let divisor = UInt128(permits)
+      guard high < divisor else { return Self.longestWait }
+      let (quotient, remainder) = divisor.dividingFullWidth((high, low))
+      return Self.duration(quotient, roundingUp: remainder > 0)
+    case .fixed(let permits, let period, _, let count):
+      guard weight > permits - count else { return .zero }
+      return Self.duration(UInt128(period - now % period))
+    case .sliding(let permits, let segment, let segments, let current, let starts, let total):
+      guard weight > permits - total else { return .zero }
+      // A segment's starts stop counting when the segment `segments` after it begins.
+      var left = total
+      let toNext = segment - now % segment
+      for entry in starts {
+        left -= entry.count
+        if weight <= permits - left {
+          let whole = entry.segment + Int128(segments) - current - 1
+          return Self.duration(UInt128(whole * segment + toNext))
+        }
       }
-      return .nanoseconds((current + counts.count) * segment - now)
+      return Self.longestWait  // Not reached: once every segment has left, `weight` fits.
     }
   }
 
-  private mutating func refill(at now: Int) {
+  /// How long from `now` until the budget is full again, if nobody takes any meanwhile.
+  func untilFull(at now: Duration) -> Duration {
     switch state {
-    case .bucket(let permits, let period, let capacity, let credit, let last):
+    case .bucket(_, _, let burst, _, _, _): wait(for: burst, at: now)
+    case .fixed(let permits, _, _, _), .sliding(let permits, _, _, _, _, _):
+      wait(for: permits, at: now)
+    }
+  }
+
+  /// How long from `now` until `weights`, in order, have each taken their permits, the next
+  /// as soon as the one before it has: when the last of them could start, if nobody else
+  /// takes any meanwhile; at most ``longestWait``.
+  ///
+  /// - Complexity: O(*n*) in the number of weights, times the segments with starts of a
+  ///   sliding window.
+  func wait(forEach weights: some Sequence<Int>, at now: Duration) -> Duration {
+    var budget = self
+    var time = now
+    for weight in weights {
+      let wait = budget.wait(for: weight, at: time)
+      guard wait < Self.longestWait - (time - now) else { return Self.longestWait }
+      time += wait
+      _ = budget.take(weight, at: time)
+    }
+    return time - now
+  }
+
+  private mutating func refill(at now: Int128) {
+    switch state {
+    case .bucket(let permits, let period, let burst, var tokens, var fraction, let last):
       guard now > last else { return }
-      let added = Self.saturating(now - last, permits)
-      let (sum, overflow) = credit.addingReportingOverflow(added)
+      if tokens < burst {
+        // Whole periods first, then the rest: each product below stays within its type.
+        let (periods, rest) = (now - last).quotientAndRemainder(dividingBy: period)
+        let room = Int128(burst - tokens)
+        if periods >= room {
+          (tokens, fraction) = (burst, 0)
+        } else {
+          let (part, remainder) = UInt128(period).dividingFullWidth(
+            UInt128(rest).multipliedFullWidth(by: UInt128(permits)))
+          // remainder + fraction, less than two periods, without forming the sum.
+          let carry: Int128 = fraction >= period - Int128(remainder) ? 1 : 0
+          let added = periods * Int128(permits) + Int128(part) + carry
+          if added >= room {
+            (tokens, fraction) = (burst, 0)
+          } else {
+            tokens += Int(added)
+            fraction =
+              carry == 1
+              ? fraction - (period - Int128(remainder))
+              : fraction + Int128(remainder)
+          }
+        }
+      }
       state = .bucket(
-        permits: permits, period: period, capacity: capacity,
-        credit: overflow ? capacity : min(capacity, sum), last: now)
+        permits: permits, period: period, burst: burst, tokens: tokens, fraction: fraction,
+        last: now)
     case .fixed(let permits, let period, let window, _):
       let current = now / period
       guard current != window else { return }
       state = .fixed(permits: permits, period: period, window: current, count: 0)
-    case .sliding(let permits, let segment, let current, var counts):
+    case .sliding(let permits, let segment, let segments, let current, var starts, var total):
       let now = now / segment
       guard now > current else { return }
-      state = .bucket(permits: 0, period: 0, capacity: 0, credit: 0, last: 0)  // Unique `counts`.
-      if now - current >= counts.count {
-        for index in counts.indices { counts[index] = 0 }
-      } else {
-        for passed in (current + 1)...now { counts[passed % counts.count] = 0 }
+      var gone = 0
+      while gone < starts.count, starts[gone].segment <= now - Int128(segments) {
+        total -= starts[gone].count
+        gone += 1
       }
-      state = .sliding(permits: permits, segment: segment, current: now, counts: counts)
+      if gone > 0 {
+        state = .fixed(permits: 0, period: 1, window: 0, count: 0)  // Unique `starts`.
+        starts.removeFirst(gone)
+      }
+      state = .sliding(
+        permits: permits, segment: segment, segments: segments, current: now, starts: starts,
+        total: total)
     }
   }
 
-  private static func saturating(_ a: Int, _ b: Int) -> Int {
-    let (product, overflow) = a.multipliedReportingOverflow(by: b)
-    return overflow ? .max : product
+  /// `attoseconds`, rounded up by one when asked, as a duration of at most ``longestWait``.
+  private static func duration(_ attoseconds: UInt128, roundingUp: Bool = false) -> Duration {
+    let longest = UInt128(longestWait.attoseconds)
+    guard attoseconds < longest else { return longestWait }
+    return Duration(attoseconds: Int128(attoseconds + (roundingUp ? 1 : 0)))
   }
 
-  /// Whole nanoseconds, saturating; negative durations are zero.
-  static func nanoseconds(_ duration: Duration) -> Int {
-    let (seconds, attoseconds) = duration.components
-    guard seconds >= 0 else { return 0 }
-    let (whole, overflow) = Int(seconds).multipliedReportingOverflow(by: 1_000_000_000)
-    if overflow { return .max }
-    let (sum, pastEnd) = whole.addingReportingOverflow(Int(attoseconds / 1_000_000_000))
-    return pastEnd ? .max : sum
-  }
+  /// Whole attoseconds; negative durations are zero.
+  static func attoseconds(_ duration: Duration) -> Int128 { max(0, duration.attoseconds) }
 }

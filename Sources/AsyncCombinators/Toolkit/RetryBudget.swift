@@ -29,6 +29,8 @@ public final class RetryBudget: Sendable {
 
   /// Creates a full budget.
   ///
+  /// Any values in the ranges below work, up to `Int.max`.
+  ///
   /// - Precondition: `tokens >= 0`, `retryCost >= 1` and `successRefund >= 0`; otherwise the
   ///   program stops with a message naming the argument and the caller's line.
   /// - Parameters:
@@ -77,7 +79,8 @@ public final class RetryBudget: Sendable {
     var current = balance.load(ordering: .relaxed)
     while current < tokens {
       let (exchanged, found) = balance.compareExchange(
-        expected: current, desired: min(tokens, current + successRefund), ordering: .relaxed)
+        expected: current, desired: current + min(successRefund, tokens - current),
+        ordering: .relaxed)
       if exchanged { return }
       current = found
     }

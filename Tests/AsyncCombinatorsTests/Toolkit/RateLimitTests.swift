@@ -121,7 +121,8 @@ private final class Starts: Sendable {
         let interval = times[last] - times[first]
         // burst + permits × interval / period, in nanoseconds to stay exact.
         let allowed =
-          burst + RateBudget.nanoseconds(interval) * permits / RateBudget.nanoseconds(period)
+          burst
+          + Int(RateBudget.attoseconds(interval) * Int128(permits) / RateBudget.attoseconds(period))
         #expect(last - first + 1 <= allowed, "seed \(seed)")
       }
     }

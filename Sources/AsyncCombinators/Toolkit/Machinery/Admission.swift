@@ -120,8 +120,21 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private enum Step {
     case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
     /// Nothing more fits now; a rate budget refills enough for the head after `refillIn`, at
-    /// `due` on the gate's clock.
-    case stop(refillIn: Duration?, due: Duration = .zero)
+    /// `due` on the gate's clock: a refill timer to arm on `arm`. `disarm` is a refill timer's
+    /// token to cancel, of a timer no longer needed.
+    case stop(
+      refillIn: Duration?, due: Duration = .zero, arm: CancellationToken? = nil,
+      disarm: CancellationToken? = nil)
+  }
+
+  /// What a chain's members answer its head.
+  private enum MembersAnswer {
+    /// Every member admitted it: each holds its slot.
+    case admitted
+    /// A member turned it away and none took anything; the members that did wake the chain
+    /// when they free something, and the rate ones could admit it after `refillIn`, the
+    /// longest of their waits, when known.
+    case turnedAway(refillIn: Duration?)
   }
 
   private struct State {
@@ -143,6 +156,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// rate budget has refilled; `nil` when none is armed. A head that needs less than the one
     /// the timer was armed for (the earlier head left) arms an earlier one.
     var refillDue: Duration?
+    /// The token of that timer, cancelled as soon as the timer is no longer needed: the queue
+    /// emptied, or an earlier timer replaced it. A timer holds the gate until it ends.
+    var refillTimer: CancellationToken?
     /// A watch per token that waiters in the queue wait on, by the token's identity: no other
     /// token can take that identity while the watch lives, since its waiters hold the token.
     var watches: [ObjectIdentifier: Watch] = [:]
@@ -150,6 +166,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var recentWatch: Watch?
     /// Called once nothing is admitted and nothing waits.
     var whenIdle: [@Sendable () -> Void] = []
+    /// The chains (``Limiter/init(all:)``) this gate turned a run away from, by the chain's
+    /// identity: each is woken once, the next time this gate frees something or its queue
+    /// moves, to ask again.
+    var chainWakers: [ObjectIdentifier: @Sendable () -> Void] = [:]
 
     init(capacity: Int, rate: RateBudget?) {
       self.capacity = capacity
@@ -166,9 +186,70 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       return true
     }
 
-    /// How long until the rate budget could admit `weight`; `nil` without a rate budget.
-    func retryAfter(weight: Int, on clock: AdmissionClock?) -> Duration? {
-      rate?.wait(for: weight, at: clock?.elapsed() ?? .zero)
+    /// As a chain's member, with the chain's lock held: whether a run of `weight` and
+    /// `priority` may start now, taking its slot if so and only if `rest` (the chain's other
+    /// members, asked while this gate's lock is held) admits it too.
+    mutating func admitAsMember(
+      weight: Int, priority: Int, on clock: AdmissionClock?, rest: () -> Bool
+    ) -> Bool {
+      guard !isPaused, used + weight <= capacity else { return false }
+      if !lanes.isEmpty && lanes[0].priority >= priority { return false }
+      var budget = rate
+      if budget != nil, !budget!.take(weight, at: clock?.elapsed() ?? .zero) { return false }
+      guard rest() else { return false }
+      rate = budget
+      used += weight
+      holders += 1
+      return true
+    }
+
+    /// Whether a run of `weight` and `priority` would wait or be rejected now.
+    func turnsAway(weight: Int, priority: Int, on clock: AdmissionClock?) -> Bool {
+      if isPaused || used + weight > capacity { return true }
+      if !lanes.isEmpty && lanes[0].priority >= priority { return true }
+      guard let rate else { return false }
+      return rate.wait(for: weight, at: clock?.elapsed() ?? .zero) > .zero
+    }
+
+    /// How long until the rate budget could admit a run of `weight` and `priority`, after the
+    /// waiters it would queue behind have taken theirs, then `ahead`; `nil` without a rate
+    /// budget.
+    ///
+    /// - Complexity: O(*n*) in the waiters of `priority` and above.
+    func retryAfter(
+      weight: Int, priority: Int, ahead: [Int] = [], on clock: AdmissionClock?
+    ) -> Duration? {
+      guard let rate else { return nil }
+      var weights = weightsAhead(of: priority)
+      weights.append(contentsOf: ahead)
+      weights.append(weight)
+      return rate.wait(forEach: weights, at: clock?.elapsed() ?? .zero)
+    }
+
+    /// The weights of the waiters a run of `priority` would queue behind, in order.
+    func weightsAhead(of priority: Int) -> [Int] {
+      var weights: [Int] = []
+      for lane in lanes where lane.priority >= priority {
+        var next = lane.first
+        while let waiter = next {
+          weights.append(contentsOf: repeatElement(waiter.place.weight, count: waiter.place.runs))
+          next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
+        }
+      }
+      return weights
+    }
+
+    /// The chains to wake, taken.
+    mutating func takeChainWakers() -> [@Sendable () -> Void] {
+      guard !chainWakers.isEmpty else { return [] }
+      defer { chainWakers = [:] }
+      return Array(chainWakers.values)
+    }
+
+    /// The refill timer's token, to cancel: nothing waits for it any more.
+    mutating func disarm() -> CancellationToken? {
+      refillDue = nil
+      return refillTimer.take()
     }
 
     private func watch(for token: ObjectIdentifier) -> Watch? {
@@ -253,7 +334,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     }
 
     /// The next step of the drain loop: the head of the highest lane if it may start.
-    mutating func nextStep(on clock: AdmissionClock?, input: inout AnyValue) -> Step {
+    mutating func nextStep(
+      on clock: AdmissionClock?, input: inout AnyValue,
+      members: ((_ weight: Int, _ priority: Int) -> MembersAnswer)? = nil
+    ) -> Step {
       guard !isPaused, !lanes.isEmpty, let head = lanes[0].first else {
         return .stop(refillIn: nil)
       }
@@ -265,6 +349,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
           let refillIn = rate!.wait(for: weight, at: time)
           return .stop(refillIn: refillIn, due: time + refillIn)
         }
+      }
+      if let members, case .turnedAway(let refillIn) = members(weight, head.place.priority) {
+        guard let refillIn else { return .stop(refillIn: nil) }
+        let time = clock?.elapsed() ?? .zero
+        return .stop(refillIn: refillIn, due: time + refillIn)
       }
       used += weight
       holders += 1
@@ -290,22 +379,27 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   private let state: Locked<State>
   let queueLimit: QueueLimit
-  private let clock: AdmissionClock?
-  /// The token the refill timers wait on; never cancelled.
-  private let timerToken = CancellationToken()
+  let clock: AdmissionClock?
+  /// For a chain (``Limiter/init(all:)``): the gates each run must be admitted by as well,
+  /// and holds a slot of while it runs; in the order of their identities, the one order in
+  /// which every chain takes their locks, after its own. Empty for any other gate.
+  let members: [Admission]
 
   /// - Parameters:
   ///   - capacity: The most weight admitted at once.
   ///   - queue: How many may wait, and for how long.
   ///   - rate: The budget that paces admissions, if any.
   ///   - clock: The clock of the wait limit and the rate; needed for either.
+  ///   - members: For a chain, the gates each run must also be admitted by; no two the same,
+  ///     none a chain itself.
   init(
     capacity: Int, queue: QueueLimit = .unbounded, rate: RateBudget? = nil,
-    clock: AdmissionClock? = nil
+    clock: AdmissionClock? = nil, members: [Admission] = []
   ) {
     state = Locked(State(capacity: capacity, rate: rate))
     queueLimit = queue
     self.clock = clock
+    self.members = members.sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
   }
 
   deinit {
@@ -330,6 +424,24 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   }
 
   var capacity: Int { state.withLock { $0.capacity } }
+
+  /// How long until the gate is at rest, if nothing comes meanwhile: nothing admitted, nothing
+  /// waiting, and its rate budget full again (and, for a chain, its members' budgets but those
+  /// of `ignoring`); `nil` while something is admitted or waits.
+  func restsIn(ignoring: Set<ObjectIdentifier> = []) -> Duration? {
+    let own = state.withLock { state -> Duration? in
+      guard state.holders == 0, state.waitingCount == 0 else { return nil }
+      return state.rate?.untilFull(at: clock?.elapsed() ?? .zero) ?? .zero
+    }
+    guard var longest = own else { return nil }
+    for member in members where !ignoring.contains(ObjectIdentifier(member)) {
+      let full = member.state.withLock {
+        $0.rate?.untilFull(at: member.clock?.elapsed() ?? .zero) ?? .zero
+      }
+      longest = max(longest, full)
+    }
+    return longest
+  }
 
   /// Admits `waiter` now if its weight fits, the budget allows, and nobody of its priority or
   /// above waits; otherwise it waits for its turn, or is rejected by the queue limit. If its
@@ -364,8 +476,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         if expired { self.expire(waiter) }
       }
     }
-    // A rate-paced gate needs a refill timer for the new head.
-    if clock != nil { drain() }
+    // A rate-paced gate needs a refill timer for the new head, and a chain's head needs its
+    // members to wake it.
+    if clock != nil || !members.isEmpty { drain() }
   }
 
   /// Queues `waiter` for `runs` admissions in a row, as one waiter in one place: a limited
@@ -416,14 +529,82 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   /// Whether a run may start now (taking its slot), must be rejected, or may wait.
   private func decide(_ state: inout State, weight: Int, priority: Int) -> Attempt {
-    if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+    if members.isEmpty {
+      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+    } else if !state.isPaused, state.lanes.isEmpty || state.lanes[0].priority < priority,
+      Self.takeAll(members[...], weight: weight, priority: priority)
+    {
+      state.used += weight
+      state.holders += 1
+      return .admitted
+    }
     switch queueLimit.kind {
     case .none:
-      return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+      return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     case .count(let most) where state.waitingCount >= most:
-      return .rejected(retryAfter: state.retryAfter(weight: weight, on: clock))
+      return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     default:
       return .waits
+    }
+  }
+
+  /// How long until a run of `weight` and `priority`, turned away now, could be admitted:
+  /// for a chain, the longest of its members' answers that are known.
+  private func retryAfter(_ state: State, weight: Int, priority: Int) -> Duration? {
+    guard !members.isEmpty else {
+      return state.retryAfter(weight: weight, priority: priority, on: clock)
+    }
+    let ahead = state.weightsAhead(of: priority)
+    var longest: Duration?
+    for member in members {
+      let (turnsAway, wait) = member.state.withLock { memberState in
+        (
+          memberState.turnsAway(weight: weight, priority: priority, on: member.clock),
+          memberState.retryAfter(
+            weight: weight, priority: priority, ahead: ahead, on: member.clock)
+        )
+      }
+      guard let wait, turnsAway || wait > .zero else { continue }
+      longest = max(longest ?? .zero, wait)
+    }
+    return longest
+  }
+
+  /// Takes `weight` from every gate of `gates`, or from none: each gate's lock is held while
+  /// the gates after it are asked, so that no other run sees a part taken.
+  private static func takeAll(_ gates: ArraySlice<Admission>, weight: Int, priority: Int) -> Bool {
+    guard let gate = gates.first else { return true }
+    return gate.state.withLock { state in
+      state.admitAsMember(weight: weight, priority: priority, on: gate.clock) {
+        takeAll(gates.dropFirst(), weight: weight, priority: priority)
+      }
+    }
+  }
+
+  /// A chain's head asks its members: each admits it, or none takes anything and each that
+  /// turns it away will wake this chain once it frees something.
+  private func askMembers(weight: Int, priority: Int) -> MembersAnswer {
+    let id = ObjectIdentifier(self)
+    // A member that frees a slot between the two passes is asked again: each time round,
+    // another run has moved on.
+    while true {
+      if Self.takeAll(members[...], weight: weight, priority: priority) { return .admitted }
+      let wake: @Sendable () -> Void = { [weak self] in self?.drain() }
+      var turnedAway = false
+      var longest: Duration?
+      for member in members {
+        let wait = member.state.withLock { state -> Duration?? in
+          guard state.turnsAway(weight: weight, priority: priority, on: member.clock) else {
+            return nil
+          }
+          state.chainWakers[id] = wake
+          return .some(state.retryAfter(weight: weight, priority: priority, on: member.clock))
+        }
+        guard let wait else { continue }
+        turnedAway = true
+        if let wait { longest = max(longest ?? .zero, wait) }
+      }
+      if turnedAway { return .turnedAway(refillIn: longest) }
     }
   }
 
@@ -432,8 +613,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// - Parameter succeeded: Whether the holder's work succeeded, to count it; `nil` to count
   ///   nothing.
   func leave(weight: Int = 1, succeeded: Bool? = nil) {
+    // A chain's run gives its members' slots back first: the chain's head may take them.
+    for member in members { member.leave(weight: weight) }
     var input: AnyValue = ()
+    var wakers: [@Sendable () -> Void] = []
     let (first, idle) = state.withLock { state -> (Step?, [@Sendable () -> Void]) in
+      wakers = state.takeChainWakers()
       state.used -= weight
       state.holders -= 1
       switch succeeded {
@@ -443,11 +628,15 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       let idle = state.takeIdleCallbacks()
       // The slot goes to the head waiter in this same locked step.
-      guard !state.isDraining, state.waitingCount > 0 else { return (nil, idle) }
+      guard !state.isDraining else { return (nil, idle) }
+      guard state.waitingCount > 0 else {
+        return (state.refillTimer == nil ? nil : .stop(refillIn: nil, disarm: state.disarm()), idle)
+      }
       state.isDraining = true
       return (takeStep(&state, input: &input), idle)
     }
     if let first { admitWaiting(from: first, input: input) }
+    for wake in wakers { wake() }
     for callback in idle { callback() }
   }
 
@@ -479,8 +668,15 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// Starts the drain loop unless a thread runs it already.
   private func drain() {
     var input: AnyValue = ()
+    var wakers: [@Sendable () -> Void] = []
+    defer { for wake in wakers { wake() } }
     let first = state.withLock { state -> Step? in
-      guard !state.isDraining, state.waitingCount > 0 else { return nil }
+      wakers = state.takeChainWakers()
+      guard !state.isDraining else { return nil }
+      guard state.waitingCount > 0 else {
+        // The last waiter left: its refill timer goes with it, not when it fires.
+        return state.refillTimer == nil ? nil : .stop(refillIn: nil, disarm: state.disarm())
+      }
       state.isDraining = true
       return takeStep(&state, input: &input)
     }
@@ -491,13 +687,22 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// with its input moved into `input`, or the loop's end, after which another thread may
   /// drain.
   private func takeStep(_ state: inout State, input: inout AnyValue) -> Step {
-    let step = state.nextStep(on: clock, input: &input)
-    guard case .stop(let refillIn, let due) = step else { return step }
+    let step =
+      members.isEmpty
+      ? state.nextStep(on: clock, input: &input)
+      : state.nextStep(on: clock, input: &input) { self.askMembers(weight: $0, priority: $1) }
+    guard case .stop(let refillIn, let due, _, _) = step else { return step }
     state.isDraining = false
-    guard refillIn != nil else { return step }
+    guard let refillIn else {
+      return .stop(refillIn: nil, disarm: state.waitingCount == 0 ? state.disarm() : nil)
+    }
     if let armed = state.refillDue, armed <= due { return .stop(refillIn: nil) }
+    // An earlier refill than the armed one: the head that needed more left.
+    let replaced = state.refillTimer
+    let timer = CancellationToken()
     state.refillDue = due
-    return step
+    state.refillTimer = timer
+    return .stop(refillIn: refillIn, due: due, arm: timer, disarm: replaced)
   }
 
   /// The drain loop, from its first step: admits waiters in order while they fit.
@@ -510,10 +715,14 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         registration?.remove()
         expiry?.cancel()
         waiter.admitted(input)
-      case .stop(let refillIn, let due):
-        guard let refillIn, let clock else { return }
-        clock.timers.after(refillIn, timerToken) { _ in
-          self.state.withLock { if $0.refillDue == due { $0.refillDue = nil } }
+      case .stop(let refillIn, _, let arm, let disarm):
+        disarm?.cancel()
+        guard let refillIn, let arm, let clock else { return }
+        clock.timers.after(refillIn, arm) { expired in
+          guard expired else { return }
+          self.state.withLock { state in
+            if state.refillTimer === arm { _ = state.disarm() }
+          }
           self.drain()
         }
         return
