@@ -15,6 +15,7 @@ public enum Tour {
     largeBatch,
     resilience,
     pollingAnExport,
+    customersSharingAService,
     downloadManager,
     doTheWorkOnce,
   ]
