@@ -88,3 +88,27 @@ example("priorities, pause and drain") {
   // prints ["tapped file", "photo 1", "photo 2", "thumbnails"]
   // prints 4/4 done (0 failed, 0 in flight)
 }
+/*:
+ ## A limit per key, and limits in a chain
+
+ A `KeyedLimiter` makes a limiter for each key when its first run comes and lets it go once it
+ has been idle. `Limiter(all:)` admits a run only when every limiter in it does: here two a
+ second per customer, and three a second in all.
+ */
+example("per customer and in all") {
+  let clock = TestClock()
+  let everyone = Limiter(rate: .tokenBucket(3, per: .seconds(1)), queue: .none, clock: clock)
+  let perCustomer = KeyedLimiter<String>(clock: clock) { _ in
+    Limiter(all: [
+      Limiter(rate: .tokenBucket(2, per: .seconds(1)), queue: .none, clock: clock), everyone,
+    ])
+  }
+  let served = Recorder<String>()
+  let serve = AsyncFunc<String, String>.sync(name: "serve") { customer in
+    served.record(customer)
+    return customer
+  }.limited(by: perCustomer, key: { $0 })
+  for customer in ["ann", "ann", "ann", "bob", "bob"] { serve.run(customer) { _ in } }
+  print(served.all, perCustomer.count)
+  // prints ["ann", "ann", "bob"] 2
+}
