@@ -5,37 +5,10 @@ import Testing
 
 @testable import AsyncCombinators
 
-/// When each run started, on the test clock, and the rejections.
-private final class ChainStarts: Sendable {
-  private let times = Locked<[Duration]>([])
-  private let failures = Locked<[any Error]>([])
-  let clock: TestClock
-
-  init(_ clock: TestClock) { self.clock = clock }
-
-  var function: AsyncFunc<Int, Int> {
-    AsyncFunc.sync(name: "call") { input in
-      self.times.withLock { $0.append(self.clock.now.sinceStart) }
-      return input
-    }
-  }
-
-  func completion(_ result: Result<Int, any Error>) {
-    if case .failure(let error) = result { failures.withLock { $0.append(error) } }
-  }
-
-  var all: [Duration] { times.withLock { $0 } }
-  var count: Int { times.withLock { $0.count } }
-  var lastHint: Duration?? {
-    failures.withLock { $0.last.map { ($0 as? LimitExceeded)?.retryAfter } }
-  }
-  var rejected: Int { failures.withLock { $0.count } }
-}
-
 @Suite struct ChainedLimiterTests {
   @Test func both_limits_hold_in_every_window_over_three_minutes() {
     let clock = TestClock()
-    let starts = ChainStarts(clock)
+    let starts = TimedStarts(clock)
     let perSecond = Limiter(rate: .tokenBucket(10, per: .seconds(1)), clock: clock)
     let perMinute = Limiter(rate: .tokenBucket(100, per: .seconds(60)), clock: clock)
     let call = starts.function.limited(by: Limiter(all: [perSecond, perMinute]))
@@ -59,7 +32,7 @@ private final class ChainStarts: Sendable {
 
   @Test func a_run_turned_away_takes_nothing_and_hints_the_longest_wait() {
     let clock = TestClock()
-    let starts = ChainStarts(clock)
+    let starts = TimedStarts(clock)
     let perSecond = Limiter(rate: .tokenBucket(5, per: .seconds(1)), queue: .none, clock: clock)
     let perMinute = Limiter(
       rate: .tokenBucket(1, per: .seconds(60)), queue: .none, clock: clock)
@@ -83,7 +56,7 @@ private final class ChainStarts: Sendable {
 
   @Test func a_waiting_run_holds_nothing_while_it_waits() {
     let clock = TestClock()
-    let starts = ChainStarts(clock)
+    let starts = TimedStarts(clock)
     let perSecond = Limiter(rate: .tokenBucket(5, per: .seconds(1)), clock: clock)
     let perMinute = Limiter(rate: .tokenBucket(1, per: .seconds(60)), clock: clock)
     let chained = starts.function.limited(by: Limiter(all: [perSecond, perMinute]))
@@ -118,7 +91,7 @@ private final class ChainStarts: Sendable {
 
   @Test func a_cancelled_waiting_run_takes_nothing_and_leaves_no_timer() {
     let clock = TestClock()
-    let starts = ChainStarts(clock)
+    let starts = TimedStarts(clock)
     let perSecond = Limiter(rate: .tokenBucket(5, per: .seconds(1)), clock: clock)
     let perMinute = Limiter(rate: .tokenBucket(1, per: .seconds(60)), clock: clock)
     let chained = starts.function.limited(by: Limiter(all: [perSecond, perMinute]))
@@ -133,7 +106,7 @@ private final class ChainStarts: Sendable {
 
   @Test func a_chain_holds_a_keyed_ones_member_and_a_shared_one() {
     let clock = TestClock()
-    let starts = ChainStarts(clock)
+    let starts = TimedStarts(clock)
     let global = Limiter(rate: .tokenBucket(3, per: .seconds(1)), queue: .none, clock: clock)
     let perCustomer = KeyedLimiter<Int>(clock: clock) { _ in
       Limiter(

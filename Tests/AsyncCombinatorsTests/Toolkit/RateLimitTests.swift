@@ -4,34 +4,10 @@ import Testing
 
 @testable import AsyncCombinators
 
-/// Records when each run started, on the test clock, and how each ended.
-private final class Starts: Sendable {
-  private let times = Locked<[Duration]>([])
-  private let failures = Locked<[any Error]>([])
-  let clock: TestClock
-
-  init(_ clock: TestClock) { self.clock = clock }
-
-  var function: AsyncFunc<Int, Int> {
-    AsyncFunc.sync(name: "call") { input in
-      self.times.withLock { $0.append(self.clock.now.sinceStart) }
-      return input
-    }
-  }
-
-  func completion(_ result: Result<Int, any Error>) {
-    if case .failure(let error) = result { failures.withLock { $0.append(error) } }
-  }
-
-  var all: [Duration] { times.withLock { $0 } }
-  var count: Int { times.withLock { $0.count } }
-  var rejections: [any Error] { failures.withLock { $0 } }
-}
-
 @Suite struct RateLimitTests {
   @Test func a_token_bucket_admits_its_burst_then_one_per_refill() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(rate: .tokenBucket(60, per: .seconds(60), burst: 60), clock: clock)
     let call = starts.function.limited(by: limiter)
     for input in 0..<500 { call.run(input, completion: starts.completion) }
@@ -49,7 +25,7 @@ private final class Starts: Sendable {
 
   @Test func a_cancelled_heavy_head_lets_the_light_run_behind_it_start_at_its_own_refill() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(rate: .tokenBucket(1, per: .seconds(1), burst: 5), clock: clock)
     let call = starts.function.limited(by: limiter)
     for input in 0..<5 { call.run(input, completion: starts.completion) }  // The burst.
@@ -69,7 +45,7 @@ private final class Starts: Sendable {
 
   @Test func with_no_queue_the_rest_are_rejected_at_once_with_the_refill_time() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(
       rate: .tokenBucket(60, per: .seconds(60), burst: 60), queue: .none, clock: clock)
     let call = starts.function.limited(by: limiter)
@@ -89,7 +65,7 @@ private final class Starts: Sendable {
   @Test
   func retry_waits_as_long_as_the_rejection_says() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(
       rate: .tokenBucket(60, per: .seconds(60), burst: 60), queue: .none, clock: clock)
     let call = starts.function.limited(by: limiter)
@@ -107,7 +83,7 @@ private final class Starts: Sendable {
     let seed = UInt64.random(in: 0...UInt64.max)
     var random = SplitMix64(seed: seed)
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let (permits, period, burst) = (5, Duration.seconds(2), 3)
     let limiter = Limiter(rate: .tokenBucket(permits, per: period, burst: burst), clock: clock)
     let call = starts.function.limited(by: limiter)
@@ -130,7 +106,7 @@ private final class Starts: Sendable {
 
   @Test func a_fixed_window_starts_over_at_each_window_edge() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(rate: .fixedWindow(10, per: .seconds(1)), clock: clock)
     let call = starts.function.limited(by: limiter)
     clock.advance(by: .milliseconds(900))
@@ -146,7 +122,7 @@ private final class Starts: Sendable {
 
   @Test func a_sliding_window_counts_the_last_segments_across_the_edge() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(rate: .slidingWindow(10, per: .seconds(1), segments: 4), clock: clock)
     let call = starts.function.limited(by: limiter)
     clock.advance(by: .milliseconds(900))  // in the fourth segment, [750, 1000) ms
@@ -163,7 +139,7 @@ private final class Starts: Sendable {
 
   @Test func a_sliding_window_lets_in_as_older_segments_leave() {
     let clock = TestClock()
-    let starts = Starts(clock)
+    let starts = TimedStarts(clock)
     let limiter = Limiter(rate: .slidingWindow(4, per: .seconds(4), segments: 4), clock: clock)
     let call = starts.function.limited(by: limiter)
     call.run(0, completion: starts.completion)  // segment 0
