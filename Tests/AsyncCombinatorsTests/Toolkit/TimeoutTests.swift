@@ -24,10 +24,15 @@ import Testing
   }
 
   @Test func a_result_in_time_passes_through() async throws {
+    // On a clock that never moves: the result is in time however long a loaded machine
+    // takes to run the body.
+    let clock = TestClock()
     let quick = AsyncFunc<Int, Int>.async { $0 + 1 }
-    #expect(try await quick.timeout(.seconds(30))(1) == 2)
+    #expect(try await quick.timeout(.seconds(30), clock: clock)(1) == 2)
     let failing = AsyncFunc<Int, Int>.sync { _ in throw TestError(1) }
-    await #expect(throws: TestError(1)) { try await failing.timeout(.seconds(30))(1) }
+    await #expect(throws: TestError(1)) {
+      try await failing.timeout(.seconds(30), clock: clock)(1)
+    }
   }
 
   @Test func a_late_result_fails_with_timeout_error_and_cancels_the_inner_run() {
