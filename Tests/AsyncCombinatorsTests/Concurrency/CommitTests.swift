@@ -100,11 +100,16 @@ import Testing
     let committing = Gate()
     let release = Gate()
     let commitToken = Locked<CancellationToken?>(nil)
-    // Completes on a lane of its own: the run's start returns, and a timeout arms its timer,
-    // before the side effect runs.
+    // Completes on a lane of its own once the run's start has returned: every branch has
+    // started, and a timeout has armed its timer, before the side effect runs.
+    let started = Gate()
     let capture = AsyncFunc<Int, Int>(name: "fetch") { x, token, complete in
-      if x == 1 { commitToken.withLock { $0 = token } }
-      blockingLane("fetch").async { complete(.success(x)) }
+      guard x == 1 else { return complete(.success(x)) }
+      commitToken.withLock { $0 = token }
+      blockingLane("fetch").async {
+        started.blockingWait()
+        complete(.success(x))
+      }
     }
     let committed = capture.commit { x in
       guard x == 1 else { return }  // Only the first run's side effect is held.
@@ -114,7 +119,10 @@ import Testing
     }
     let token = CancellationToken()
     let run = function(committed)
-    blockingLane("commit").async { run.run(1, token: token) { _ in } }
+    blockingLane("commit").async {
+      run.run(1, token: token) { _ in }
+      started.open()
+    }
     await committing.wait()
     let inner = commitToken.withLock { $0 }!
     let otherDone = Countdown(1)
@@ -141,11 +149,7 @@ import Testing
   func the_runs_cancel_waits_for_a_commit_whose_timeout_fired_meanwhile() async {
     let clock = TestClock()
     let trace = await CommitTests.userCancelWaitsForTheCommit(
-      of: { $0.timeout(.seconds(1), clock: clock) },
-      other: {
-        while clock.pendingCount == 0 {}  // The timer is armed once the run's start returns.
-        clock.advance(by: .seconds(1))
-      })
+      of: { $0.timeout(.seconds(1), clock: clock) }, other: { clock.advance(by: .seconds(1)) })
     #expect(trace == ["commit finished", "user's cancel returned"])
   }
 
