@@ -279,8 +279,8 @@ private final class HedgedRun: StageSink {
     }
     ended?.link.remove()
     guard let decided else { return false }
-    decided.primary?.cancel()
-    for hedge in decided.hedges { hedge?.token.cancel() }
+    decided.primary?.cancel(cause: LostRaceError())
+    for hedge in decided.hedges { hedge?.token.cancel(cause: LostRaceError()) }
     decided.wait?.takeBack(from: token)
     return true
   }
