@@ -125,3 +125,45 @@ private final class DeadlineWatcher: RunObserver {
     #expect(retried.renderGantt(width: 10).contains("⏹ a retry given up at the deadline"))
   }
 }
+
+@Suite struct HedgedDeadlineTests {
+  @Test func hedged_starts_no_hedge_at_or_after_the_deadline() {
+    let clock = TestClock()
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    // Hedges would start at 40 and 80 ms; the deadline at 80 ms leaves room for the first.
+    parking.function.hedged(after: .milliseconds(40), maxHedges: 3, clock: clock)
+      .timeout(.milliseconds(80), clock: clock)
+      .run(1) { result in outcome.withLock { $0 = result } }
+    clock.advance(by: .milliseconds(40))
+    #expect(parking.started == 2)
+    #expect(clock.pendingCount == 1)  // The timeout's timer only: no wait for hedge 2.
+    clock.advance(by: .milliseconds(40))
+    #expect(parking.started == 2)
+    #expect(outcome.withLock { $0 }?.failure is TimeoutError)
+  }
+
+  @Test func a_failure_at_the_deadline_starts_no_hedge_and_fails_with_the_primarys_error() {
+    let clock = TestClock()
+    let parking = Parking<Int, Int>()
+    let outcome = Locked<Result<Int, any Error>?>(nil)
+    let parent = CancellationToken()
+    let (token, _) = parent.makeChild(deadline: .start + .milliseconds(30), on: clock)
+    parking.function.hedged(after: .milliseconds(100), clock: clock)
+      .run(1, token: token) { result in outcome.withLock { $0 = result } }
+    clock.advance(by: .milliseconds(30))
+    parking.takeAll()[0].complete(.failure(TestError(4)))
+    #expect(parking.started == 1)
+    #expect(outcome.withLock { $0 }?.failure as? TestError == TestError(4))
+  }
+
+  @Test func the_losers_of_a_hedged_run_get_a_lost_race_error() {
+    let clock = TestClock()
+    let parking = Parking<Int, Int>()
+    parking.function.hedged(after: .milliseconds(10), clock: clock).run(1) { _ in }
+    clock.advance(by: .milliseconds(10))
+    let attempts = parking.takeAll()
+    attempts[1].complete(.success(2))
+    #expect(attempts[0].token.cause as? LostRaceError == LostRaceError())
+  }
+}
