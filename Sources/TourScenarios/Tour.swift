@@ -17,5 +17,6 @@ public enum Tour {
     pollingAnExport,
     downloadManager,
     doTheWorkOnce,
+    deadlines,
   ]
 }
