@@ -1,14 +1,16 @@
 /// Runs `operation` with a deadline `duration` from now on `clock`, visible to every
-/// ``AsyncFunc`` run started inside it. Past the deadline the operation is cancelled with a
+/// ``AsyncFunc`` awaited inside it. Past the deadline the operation is cancelled with a
 /// ``TimeoutError`` cause; once it has returned, this throws `TimeoutError(duration:)`.
 ///
 /// The `async` twin of ``AsyncFunc/timeout(_:clock:file:line:)``, for plain `async` code. A
-/// function awaited inside starts on a token that carries the deadline (read with
+/// function awaited inside (`try await f(x)`, in the operation or in the `.async` bodies it
+/// reaches) starts on a token that carries the deadline (read with
 /// ``CancellationToken/deadline(on:)``), so its `retry`, `hedged` and rate limits spend the
 /// same budget, and at the deadline its token is cancelled with the `TimeoutError` as its
 /// ``CancellationToken/cause``, before the task running `operation` is cancelled. Structured:
 /// this returns or throws only after `operation` has returned, so no work is left running
-/// behind the throw. Nested in another `withTimeout`, or in an `.async` body under a
+/// behind the throw. A run started with ``AsyncFunc/run(_:completion:)`` is a run of its own,
+/// outside the deadline. Nested in another `withTimeout`, or in an `.async` body under a
 /// `timeout`, on the same clock, the earliest deadline wins.
 ///
 /// ```swift

@@ -149,6 +149,24 @@ import Testing
     body.complete(.success(1))
   }
 
+  @Test(.timeLimit(.minutes(1)))
+  func with_timeout_reaches_a_function_awaited_in_an_async_body_it_awaits() async throws {
+    let clock = TestClock()
+    clock.advance(by: .milliseconds(7))
+    let parking = Parking<Int, Int>()
+    let inner = parking.function
+    let middle = AsyncFunc<Int, Int>.async { try await inner($0) }
+    let task = Task {
+      try await withTimeout(.milliseconds(200), clock: clock) { try await middle(1) }
+    }
+    await parking.waitForStarts(1)
+    let body = parking.takeAll()[0]
+    #expect(body.token.deadline(on: clock) == Self.at(207))
+    body.complete(.success(5))
+    #expect(try await task.value == 5)
+    #expect(clock.pendingCount == 0)
+  }
+
   @Test func with_timeout_nested_in_a_timeout_keeps_the_earlier_deadline() async {
     let clock = TestClock()
     let parking = Parking<Int, Int>()
