@@ -702,6 +702,13 @@ extension CancellationToken {
     return table._withUnsafeGuaranteedRef { table in table.state.withLock { $0.waiters.count } }
   }
 
+  /// Whether the token has a handler table (made for a handler, or for a cause); for tests.
+  var hasHandlerTable: Bool { Self.table(in: word.load(ordering: .acquiring)) != nil }
+
+  /// The identity of the context box the token carries, shared with its parent unless it
+  /// adds a deadline; `nil` without one. For tests.
+  var contextIdentity: ObjectIdentifier? { context.map(ObjectIdentifier.init) }
+
   /// Whether a thread has begun running this token's handlers; for tests.
   var hasBegunRunningHandlers: Bool {
     guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return false }

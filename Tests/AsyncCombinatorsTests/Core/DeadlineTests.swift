@@ -15,6 +15,27 @@ import Testing
     #expect(CancellationToken().deadline(on: ContinuousClock()) == nil)
   }
 
+  @Test func a_run_without_a_deadline_or_cancellation_makes_nothing_for_them() {
+    // No box for a token without observer or deadline, and a child shares its parent's box:
+    // child tokens cost what they did. A plain cancel() of a token without handlers makes no
+    // table for its cause.
+    let root = CancellationToken()
+    #expect(root.contextIdentity == nil)
+    #expect(root.makeChild().child.contextIdentity == nil)
+    let clock = TestClock()
+    let (timed, _) = root.makeChild(deadline: .start + .seconds(1), on: clock)
+    let (child, _) = timed.makeChild()
+    #expect(child.contextIdentity == timed.contextIdentity)
+    #expect(child.contextIdentity != nil)
+    // A later deadline on the same clock adds nothing.
+    let (later, _) = timed.makeChild(deadline: .start + .seconds(2), on: clock)
+    #expect(later.contextIdentity == timed.contextIdentity)
+    let plain = CancellationToken()
+    plain.cancel()
+    #expect(!plain.hasHandlerTable)
+    #expect(plain.cause is CancellationError)
+  }
+
   @Test func timeout_sets_the_calls_instant_plus_the_duration_on_the_inner_token() {
     let clock = TestClock()
     clock.advance(by: .milliseconds(5))
