@@ -279,7 +279,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
-    cancel(cause: CancellationError())
+    cancel(orCause: nil)
   }
 
   /// Cancels the run, as ``cancel()`` does, and says why: ``cause`` reads `cause` here and on
@@ -301,11 +301,16 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// - Complexity: O(*h*) for *h* registered handlers, plus O(*d*) for an ancestor *d* levels
   ///   up cancelled meanwhile.
   public func cancel(cause: any Error) {
+    cancel(orCause: cause)
+  }
+
+  /// ``cancel(cause:)``, where `nil` stands for a plain ``cancel()``'s `CancellationError`.
+  private func cancel(orCause cause: (any Error)?) {
     if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return waitForHandlers() }
     // An ancestor cancelled first gives its cause: the first cause given wins.
     let inherited = parent.flatMap { $0.isCancelled ? $0.resolvedCause() : nil }
     let before: UInt
-    if inherited == nil, cause is CancellationError {
+    if inherited == nil && cause == nil {
       // The common case needs no table: a cancelled token without one says `CancellationError`.
       before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
       guard before & Flag.cancelled == 0 else { return waitForHandlers() }
@@ -315,7 +320,9 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     } else {
       // The cause goes in before the flag, so whoever sees the flag finds the cause.
       guard let table = causeTable() else { return waitForHandlers() }
-      _ = table._withUnsafeGuaranteedRef { $0.settleCause(inherited ?? cause) }
+      _ = table._withUnsafeGuaranteedRef {
+        $0.settleCause(inherited ?? cause ?? CancellationError())
+      }
       before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
       guard before & Flag.cancelled == 0 else { return waitForHandlers() }
     }
