@@ -127,6 +127,22 @@ private func describe(_ cause: (any Error)?) -> String {
     #expect(outcome.withLock { $0 } != nil)
   }
 
+  @Test(.timeLimit(.minutes(1)))
+  func a_failing_stream_fold_gives_the_failure_to_the_elements_it_cancels() async {
+    let parking = Parking<Int, Int>()
+    let element = AsyncFunc<Int, Int> { input, token, complete in
+      if input == 0 { return complete(.failure(TestError(5))) }
+      parking.function.run(input, token: token, completion: complete)
+    }
+    // The parked element is pulled and started first, then the failing one.
+    let stream = element.concurrentMap(over: ArraySource([1, 0]), limit: 2)
+    // The stream ends with the tolerance's error, and gives its elements that error.
+    await #expect(throws: FailureRateExceeded.self) { for try await _ in stream {} }
+    let body = parking.takeAll()[0]
+    #expect(body.token.cause is FailureRateExceeded)
+    body.complete(.success(1))
+  }
+
   @Test func the_losers_of_a_race_get_a_lost_race_error() throws {
     let parking = Parking<Int, Int>()
     let quick = AsyncFunc<Int, Int>.sync { $0 }
