@@ -18,5 +18,6 @@ public enum Tour {
     customersSharingAService,
     downloadManager,
     doTheWorkOnce,
+    deadlines,
   ]
 }

@@ -6,7 +6,12 @@ extension AsyncFunc {
   /// Runs the function and awaits its result.
   ///
   /// Cancelling the awaiting task cancels the run at once: this throws `CancellationError`,
-  /// stages not yet started never start, and running stages see their token fire.
+  /// stages not yet started never start, and running stages see their token fire, with
+  /// `CancellationError` as its ``CancellationToken/cause``.
+  ///
+  /// Awaited in an `.async` body, or in ``withTimeout(_:clock:operation:)``, the run starts on a
+  /// child of that body's token: it has the same deadlines, and the body's cancellation, with
+  /// its cause, reaches it.
   ///
   /// ```swift
   /// let double = AsyncFunc<Int, Int>.sync { $0 * 2 }
@@ -14,7 +19,9 @@ extension AsyncFunc {
   /// // prints 42
   /// ```
   public func callAsFunction(_ input: Input) async throws -> Output {
-    let token = CancellationToken()
+    let scoped = CancellationToken.current?.makeAwaitedChild()
+    let token = scoped?.child ?? CancellationToken()
+    defer { scoped?.link.remove() }
     return try await withTaskCancellationHandler {
       try await withUnsafeThrowingContinuation { continuation in
         // `Run` completes exactly once, which is all an unsafe continuation asks.

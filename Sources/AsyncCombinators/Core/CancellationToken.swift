@@ -70,12 +70,23 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
       var entriesExamined = 0
       /// A child's handler on its parent, made when the child gets its first handler.
       var parentLink: ParentLink
+      /// Why the token was cancelled, once decided: the first to set it wins (see `cause`).
+      var cause: (any Error)?
     }
 
     let state: Locked<State>
 
     init(linked: Bool) {
       state = Locked(State(parentLink: linked ? .unlinked : .done))
+    }
+
+    /// The token's cause: `cause` if none is decided yet, else the one decided first.
+    func settleCause(_ cause: any Error) -> any Error {
+      state.withLock { state in
+        if let decided = state.cause { return decided }
+        state.cause = cause
+        return cause
+      }
     }
 
     /// The next handler still registered at or after `index`, taken off; `nil` once there is
@@ -140,17 +151,32 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// The root's `cancellationsBegun` when this token and all its ancestors were last found not
   /// cancelled: until another cancellation begins in the tree, that still holds.
   private let clearAt = Atomic<UInt>(.max)
-  /// Carried to child tokens so that tracing follows a run into parallel branches. Boxed:
-  /// one reference is half the size of the existential, and only traced runs make the box.
-  private let tracing: Tracing?
+  /// What the token carries to its children: the observer, so that tracing follows a run into
+  /// parallel branches, and the deadlines set around the work. Boxed and shared by reference:
+  /// a child copies one reference, and only a traced run or one under a deadline makes a box.
+  private let context: Context?
 
-  private final class Tracing: Sendable {
-    let observer: any RunObserver
-    init(_ observer: any RunObserver) { self.observer = observer }
+  private final class Context: Sendable {
+    let observer: (any RunObserver)?
+    let deadlines: DeadlineRecord?
+    init(observer: (any RunObserver)?, deadlines: DeadlineRecord?) {
+      self.observer = observer
+      self.deadlines = deadlines
+    }
+
+    /// `context` with `deadlines` in place of its own; `nil` when there is nothing to carry.
+    static func with(_ context: Context?, deadlines: DeadlineRecord?) -> Context? {
+      if deadlines === context?.deadlines { return context }
+      guard context?.observer != nil || deadlines != nil else { return nil }
+      return Context(observer: context?.observer, deadlines: deadlines)
+    }
   }
 
   /// What watches the run this token belongs to, if anything.
-  var observer: (any RunObserver)? { tracing?.observer }
+  var observer: (any RunObserver)? { context?.observer }
+
+  /// The deadlines set around the work of this token, the innermost first.
+  var deadlines: DeadlineRecord? { context?.deadlines }
 
   /// The count of bodies in flight that stages started on this token join: the one this
   /// token was made to count in, else its parent's. `nil` outside any limit.
@@ -161,21 +187,35 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     self.init(observer: nil)
   }
 
-  init(observer: (any RunObserver)?) {
+  init(observer: (any RunObserver)?, deadlines: DeadlineRecord? = nil) {
     word = Atomic(0)
-    tracing = observer.map(Tracing.init)
+    context =
+      observer == nil && deadlines == nil
+      ? nil : Context(observer: observer, deadlines: deadlines)
     parent = nil
     root = nil
     inFlight = nil
   }
 
-  /// A child of `parent`, as ``makeChild(countingIn:)`` makes.
-  private init(parent: CancellationToken, countingIn work: InFlightWork?) {
+  /// A child of `parent`, as ``makeChild(countingIn:)`` makes, under `deadlines` (its
+  /// parent's, or a record enclosing them).
+  private init(
+    parent: CancellationToken, countingIn work: InFlightWork?, deadlines: DeadlineRecord?
+  ) {
     word = Atomic(0)
     self.parent = parent
     root = parent.root ?? parent
-    tracing = parent.tracing
+    context = Context.with(parent.context, deadlines: deadlines)
     inFlight = work ?? parent.inFlight
+  }
+
+  /// An untraced, uncounted child of `parent`, under `deadlines`.
+  private init(parent: CancellationToken, deadlines: DeadlineRecord?) {
+    word = Atomic(0)
+    self.parent = parent
+    root = parent.root ?? parent
+    context = deadlines.map { Context(observer: nil, deadlines: $0) }
+    inFlight = nil
   }
 
   deinit {
@@ -235,10 +275,57 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// it (a timeout that fired, a newer run that superseded this one), `cancel()` returns once
   /// that thread has run every handler, so any caller can rely on them having run.
   ///
+  /// The same as ``cancel(cause:)`` with a `CancellationError`.
+  ///
   /// - Complexity: O(*h*) for *h* registered handlers.
   public func cancel() {
-    let before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
-    guard before & Flag.cancelled == 0 else { return waitForHandlers() }
+    cancel(orCause: nil)
+  }
+
+  /// Cancels the run, as ``cancel()`` does, and says why: ``cause`` reads `cause` here and on
+  /// every child, unless the token or an ancestor was cancelled first, whose cause stays.
+  ///
+  /// ```swift
+  /// struct Shutdown: Error {}
+  /// let token = CancellationToken()
+  /// token.cancel(cause: Shutdown())
+  /// token.cancel(cause: CancellationError())
+  /// print(token.cause is Shutdown)
+  /// // prints true
+  /// ```
+  ///
+  /// A run cancelled this way still completes with `CancellationError`: the cause is for the
+  /// bodies, observers and logs.
+  ///
+  /// - Parameter cause: Why; the first cause given to a token or to an ancestor wins.
+  /// - Complexity: O(*h*) for *h* registered handlers, plus O(*d*) for an ancestor *d* levels
+  ///   up cancelled meanwhile.
+  public func cancel(cause: any Error) {
+    cancel(orCause: cause)
+  }
+
+  /// ``cancel(cause:)``, where `nil` stands for a plain ``cancel()``'s `CancellationError`.
+  private func cancel(orCause cause: (any Error)?) {
+    if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return waitForHandlers() }
+    // An ancestor cancelled first gives its cause: the first cause given wins.
+    let inherited = parent.flatMap { $0.isCancelled ? $0.resolvedCause() : nil }
+    let before: UInt
+    if inherited == nil && cause == nil {
+      // The common case needs no table: a cancelled token without one says `CancellationError`.
+      before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
+      guard before & Flag.cancelled == 0 else { return waitForHandlers() }
+      if let table = Self.table(in: before) {
+        _ = table._withUnsafeGuaranteedRef { $0.settleCause(CancellationError()) }
+      }
+    } else {
+      // The cause goes in before the flag, so whoever sees the flag finds the cause.
+      guard let table = causeTable() else { return waitForHandlers() }
+      _ = table._withUnsafeGuaranteedRef {
+        $0.settleCause(inherited ?? cause ?? CancellationError())
+      }
+      before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
+      guard before & Flag.cancelled == 0 else { return waitForHandlers() }
+    }
     // After the flag, before any handler: every `isCancelled` read that may have cached this
     // token's descendants as clear now walks again.
     (root ?? self).cancellationsBegun.add(1, ordering: .releasing)
@@ -264,6 +351,110 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     // this token and waits for them, as a second caller of this token's `cancel()` does: a
     // `commit` under a `timeout` that fired holds back its run's `cancel()` too.
     if let link { parent?.removeHandler(link) }
+  }
+
+  /// Why the token was cancelled: the first cause given to it or to an ancestor, by
+  /// ``cancel(cause:)`` (`CancellationError` for ``cancel()``); `nil` while it is not cancelled.
+  ///
+  /// A child cancelled through its parent has the parent's cause. Once set, the cause never
+  /// changes, and every reader sees the same one, whichever of a token's own cancellation and
+  /// an ancestor's came first. The library's cancellers each give theirs: `timeout` its
+  /// ``TimeoutError``, `latest()` a ``SupersededError``, a failing join the failure that
+  /// stopped it, `race` and `hedged` a ``LostRaceError`` to the attempts that lost.
+  ///
+  /// ```swift
+  /// let run = CancellationToken()
+  /// run.cancel(cause: TimeoutError(duration: .seconds(2)))
+  /// print(run.cause.map { "\($0)" } ?? "none")
+  /// // prints TimeoutError: no result within 2.0 seconds
+  /// ```
+  ///
+  /// - Complexity: O(1) once read; the first read on a token cancelled through an ancestor
+  ///   *d* levels up is O(*d*).
+  public var cause: (any Error)? {
+    guard isCancelled else { return nil }
+    return resolvedCause()
+  }
+
+  /// The cause of a token that is cancelled, or has a cancelled ancestor; `nil` if neither.
+  ///
+  /// Walks up to the nearest token whose cause is decided, then decides it on each token on
+  /// the way back down, each under its table's lock: a token's own cancellation racing an
+  /// ancestor's is decided once, so every reader sees the same cause.
+  private func resolvedCause() -> (any Error)? {
+    var undecided: [Unmanaged<CancellationToken>] = []
+    var token = Unmanaged.passUnretained(self)
+    var found: (any Error)?
+    while true {
+      if let decided = token._withUnsafeGuaranteedRef({ $0.decidedCause() }) {
+        found = decided
+        break
+      }
+      undecided.append(token)
+      // Every token holds its parent, and this one is alive: the walk needs no references.
+      guard let next = token._withUnsafeGuaranteedRef({ $0.parent.map(Unmanaged.passUnretained) })
+      else { break }
+      token = next
+    }
+    guard var cause = found else { return nil }
+    for token in undecided.reversed() {
+      cause = token._withUnsafeGuaranteedRef { token in
+        token.causeTable()?._withUnsafeGuaranteedRef { $0.settleCause(cause) }
+          ?? CancellationError()  // Cancelled meanwhile without a table.
+      }
+    }
+    return cause
+  }
+
+  /// This token's own cause if it is decided: set, or the token cancelled by ``cancel()``.
+  private func decidedCause() -> (any Error)? {
+    let current = word.load(ordering: .acquiring)
+    guard let table = Self.table(in: current) else {
+      return current & Flag.cancelled != 0 ? CancellationError() : nil
+    }
+    return table._withUnsafeGuaranteedRef { table in
+      if let cause = table.state.withLock({ $0.cause }) { return cause }
+      // Flagged with no cause: a plain `cancel()` is about to settle it; settle it here.
+      guard current & Flag.cancelled != 0 else { return nil }
+      return table.settleCause(CancellationError())
+    }
+  }
+
+  /// The earliest deadline set on `clock` for the work this token belongs to, or `nil`.
+  ///
+  /// `timeout(_:clock:)` sets one for the run it bounds, and ``withTimeout(_:clock:operation:)``
+  /// for the `async` code it runs; a child token has its parent's. Nested deadlines on one clock
+  /// keep the earliest. A deadline set on one clock is not seen on another: the same clock is
+  /// the same instance for a class (such as `TestClock`), the same type for a struct (such as
+  /// `ContinuousClock`).
+  ///
+  /// ```swift
+  /// let fetch = AsyncFunc<Int, Int> { input, token, complete in
+  ///   let left = token.deadline(on: ContinuousClock()).map { ContinuousClock.now.duration(to: $0) }
+  ///   print(left.map { $0 <= .seconds(2) } ?? false)
+  ///   complete(.success(input))
+  /// }
+  /// fetch.timeout(.seconds(2)).run(1) { _ in }
+  /// // prints true
+  /// ```
+  ///
+  /// - Complexity: O(*n*) for *n* nested deadlines around the work, whatever the depth of the
+  ///   token tree.
+  public func deadline<C: Clock>(on clock: C) -> C.Instant? {
+    deadlines?.instant(on: clock)
+  }
+
+  /// The token of the `.async` body, or the ``withTimeout(_:clock:operation:)`` operation, this
+  /// task runs in: an ``AsyncFunc`` awaited there starts on a child of it, with its deadlines
+  /// and its cancellation.
+  @TaskLocal static var current: CancellationToken?
+
+  /// Runs `body` with `token` as ``current``.
+  @usableFromInline
+  static func withCurrent<T>(
+    _ token: CancellationToken, _ body: () async throws -> T
+  ) async rethrows -> T {
+    try await $current.withValue(token, operation: body)
   }
 
   /// Returns once the handlers that another thread's ``cancel()`` is running have all run, so
@@ -333,9 +524,20 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// The token's handler table, made now if it has none; `nil` once the token is cancelled.
   private func handlerTable() -> Unmanaged<HandlerTable>? {
+    tableMakingOne(once: { $0 & Flag.cancelled == 0 })
+  }
+
+  /// The token's table, to keep a cause in, made now if it has none; `nil` once the token is
+  /// cancelled without one (its cause is then `CancellationError`, and stays so).
+  private func causeTable() -> Unmanaged<HandlerTable>? {
+    tableMakingOne(once: { $0 & Flag.cancelled == 0 || Self.table(in: $0) != nil })
+  }
+
+  /// The token's table while `allowed` holds for its word, made now if it has none.
+  private func tableMakingOne(once allowed: (UInt) -> Bool) -> Unmanaged<HandlerTable>? {
     var current = word.load(ordering: .acquiring)
     while true {
-      if current & Flag.cancelled != 0 { return nil }
+      if !allowed(current) { return nil }
       if let table = Self.table(in: current) { return table }
       // A detached child, or a root, never links to a parent.
       let made = Unmanaged.passRetained(
@@ -465,7 +667,30 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   func makeChild(countingIn work: InFlightWork? = nil) -> (
     child: CancellationToken, link: Registration
   ) {
-    let child = CancellationToken(parent: self, countingIn: work)
+    let child = CancellationToken(parent: self, countingIn: work, deadlines: deadlines)
+    return (child, Registration(token: child, id: .max))
+  }
+
+  /// A child for a run awaited in this token's `.async` body: cancelled with this token, with its
+  /// deadlines, but neither traced by this run's observer nor counted in its limits, as the
+  /// awaited run is a run of its own.
+  ///
+  /// - Parameter deadlines: The child's deadlines; this token's unless given.
+  func makeAwaitedChild(deadlines: DeadlineRecord?? = nil) -> (
+    child: CancellationToken, link: Registration
+  ) {
+    let child = CancellationToken(parent: self, deadlines: deadlines ?? self.deadlines)
+    return (child, Registration(token: child, id: .max))
+  }
+
+  /// A child, as ``makeChild(countingIn:)`` makes, under a deadline at `instant` on `clock` as
+  /// well as this token's (the earliest on a clock wins).
+  func makeChild<C: Clock>(
+    deadline instant: C.Instant, on clock: C, countingIn work: InFlightWork? = nil
+  ) -> (child: CancellationToken, link: Registration) {
+    let child = CancellationToken(
+      parent: self, countingIn: work,
+      deadlines: DeadlineRecord.adding(instant, on: clock, to: deadlines))
     return (child, Registration(token: child, id: .max))
   }
 }
@@ -483,6 +708,13 @@ extension CancellationToken {
     guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
     return table._withUnsafeGuaranteedRef { table in table.state.withLock { $0.waiters.count } }
   }
+
+  /// Whether the token has a handler table (made for a handler, or for a cause); for tests.
+  var hasHandlerTable: Bool { Self.table(in: word.load(ordering: .acquiring)) != nil }
+
+  /// The identity of the context box the token carries, shared with its parent unless it
+  /// adds a deadline; `nil` without one. For tests.
+  var contextIdentity: ObjectIdentifier? { context.map(ObjectIdentifier.init) }
 
   /// Whether a thread has begun running this token's handlers; for tests.
   var hasBegunRunningHandlers: Bool {

@@ -66,6 +66,10 @@ extension AsyncFunc {
 
   /// Lifts an `async` function. It runs in a new `Task`; cancelling the run cancels that task.
   ///
+  /// The body runs with the run's token in scope: an ``AsyncFunc`` it awaits starts on a child
+  /// of that token, so it has the run's deadlines, and the run's cancellation and its cause
+  /// reach it.
+  ///
   /// ```swift
   /// let fetch = AsyncFunc<URL, Data>.async(name: "fetch") { url in
   ///   try await URLSession.shared.data(from: url).0
@@ -80,7 +84,10 @@ extension AsyncFunc {
       let link = CancellationLink()
       let task = Task {
         let result: Result<Output, any Error>
-        do { result = .success(try await body(input)) } catch { result = .failure(error) }
+        do {
+          result = .success(
+            try await CancellationToken.withCurrent(token) { try await body(input) })
+        } catch { result = .failure(error) }
         link.finish()
         complete(result)
       }

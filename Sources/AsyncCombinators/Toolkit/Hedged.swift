@@ -11,6 +11,11 @@ extension AsyncFunc {
   /// `CancellationError`, or the run's cancellation, ends the whole with it at once and
   /// cancels the other attempts.
   ///
+  /// Hedges spend the run's budget: no hedge starts at or after the deadline on `clock` set
+  /// around the run (by a `timeout` or ``withTimeout(_:clock:operation:)``), and no wait for one
+  /// begins that would end there. The attempts that lose are cancelled with a
+  /// ``LostRaceError`` as their token's ``CancellationToken/cause``.
+  ///
   /// Hedge only what is safe to do twice (a read, an idempotent write): a slow attempt is
   /// cancelled, not undone.
   ///
@@ -92,6 +97,8 @@ private final class HedgedRun: StageSink {
     var started = 0
     var decided = false
     var primaryError: (any Error)?
+    /// The run's deadline has come: no more hedges start.
+    var pastDeadline = false
     /// The primary's token while it runs.
     var primary: Child?
     /// The hedges' tokens, by number from 1, each while it runs; empty until a hedge starts.
@@ -168,13 +175,18 @@ private final class HedgedRun: StageSink {
   @discardableResult
   private func launch(ifNext expected: Int?) -> Bool {
     let attempt = Child(of: token)
-    let waits = plan.delay > .zero
+    // No hedge at or after the run's deadline, and no wait for one that would end there.
+    let left = plan.timers.timeLeft(on: token)
+    let pastDeadline = left.map { $0 <= .zero } ?? false
+    let waits = plan.delay > .zero && left.map { plan.delay < $0 } ?? true
     // The wait for the next hedge replaces any pending one (after a failure, this hedge came
     // early), unless this is the last attempt; claimed in the same step as the number, so
     // that the latest attempt's wait is the one kept.
     let claimed = state.withLock { state -> (number: Int, superseded: Wait?)? in
       guard !state.decided, state.started <= plan.maxHedges else { return nil }
       if let expected, expected != state.started { return nil }
+      if pastDeadline { state.pastDeadline = true }
+      guard state.started == 0 || !state.pastDeadline else { return nil }
       let number = state.started
       state.started += 1
       state.add(attempt, number: number)
@@ -248,11 +260,13 @@ private final class HedgedRun: StageSink {
       case hedge
       case fail(any Error)
     }
+    let pastDeadline = plan.timers.timeLeft(on: token).map { $0 <= .zero } ?? false
     let (ended, next) = state.withLock { state -> (Child?, Next) in
       if branch == 0 { state.primaryError = error }
+      if pastDeadline { state.pastDeadline = true }
       let ended = state.end(branch)
       guard !state.decided else { return (ended, .nothing) }
-      if state.started <= plan.maxHedges { return (ended, .hedge) }
+      if state.started <= plan.maxHedges && !state.pastDeadline { return (ended, .hedge) }
       guard state.allEnded, let primary = state.primaryError else { return (ended, .nothing) }
       state.decided = true
       return (ended, .fail(primary))
@@ -260,9 +274,22 @@ private final class HedgedRun: StageSink {
     ended?.link.remove()
     switch next {
     case .nothing: return
-    case .hedge: launch(ifNext: nil)
+    case .hedge: if !launch(ifNext: nil) { failIfAllEnded() }
     case .fail(let primary): report.fail(primary)
     }
+  }
+
+  /// The hedge after a failure did not start (the deadline came meanwhile): if every attempt
+  /// has ended, the run fails with the primary's error.
+  private func failIfAllEnded() {
+    let ended = state.withLock { state -> (primary: any Error, wait: Wait?)? in
+      guard !state.decided, state.allEnded, let primary = state.primaryError else { return nil }
+      state.decided = true
+      return (primary, state.wait.take())
+    }
+    guard let ended else { return }
+    ended.wait?.takeBack(from: token)
+    report.fail(ended.primary)
   }
 
   /// Ends attempt `branch` and decides the run, unless it was decided already: cancels the
@@ -279,8 +306,8 @@ private final class HedgedRun: StageSink {
     }
     ended?.link.remove()
     guard let decided else { return false }
-    decided.primary?.cancel()
-    for hedge in decided.hedges { hedge?.token.cancel() }
+    decided.primary?.cancel(cause: LostRaceError())
+    for hedge in decided.hedges { hedge?.token.cancel(cause: LostRaceError()) }
     decided.wait?.takeBack(from: token)
     return true
   }

@@ -5,7 +5,12 @@ extension AsyncFunc {
   /// Fails with ``TimeoutError`` when this function has not completed within `duration` of
   /// the call, and cancels it.
   ///
-  /// Whichever comes first wins: the result or the deadline. The deadline is fixed when the
+  /// Whichever comes first wins: the result or the deadline. The deadline, the call's instant
+  /// plus `duration`, is also set on the inner run's token, where bodies read it with
+  /// ``CancellationToken/deadline(on:)`` and where `retry`, `hedged` and rate limits spend the
+  /// same budget; nested timeouts on one clock keep the earliest. When the deadline fires, the
+  /// inner run's token is cancelled with the ``TimeoutError`` as its
+  /// ``CancellationToken/cause``. The deadline is fixed when the
   /// run of this function starts, so time spent starting counts. A zero duration times out
   /// anything that does not complete before its start returns. The timer holds no thread and
   /// is removed when the result arrives or the run is cancelled. The deadline is measured on
@@ -41,12 +46,17 @@ extension AsyncFunc {
     require(
       duration >= .zero, "timeout(\(duration)): the duration must not be negative", file: file,
       line: line)
-    let inner = program
+    let program = program
     let timers = TimerClock(clock)
-    return AsyncFunc(modifying: inner, call: "timeout(\(duration))") { input, token, report in
+    return AsyncFunc(modifying: program, call: "timeout(\(duration))") { input, token, report in
       let deadline = duration > .zero ? timers.deadline(after: duration) : nil
-      let race = TimeoutRace(report, duration, run: token)
-      inner.start(input, token: race.inner, sink: race)
+      // The deadline goes on the inner run's token, for the bodies and the operators inside.
+      let inner =
+        duration < TimerClock.horizon
+        ? token.makeChild(deadline: clock.now.advanced(by: duration), on: clock).child
+        : token.makeChild().child
+      let race = TimeoutRace(report, duration, inner: inner)
+      program.start(input, token: inner, sink: race)
       race.started(deadline, run: token)
     }
   }
@@ -72,11 +82,12 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
   let inner: CancellationToken
   private let state = Locked(State.racing(timer: nil, registration: nil))
 
-  init(_ report: StageReport, _ duration: Duration, run: CancellationToken) {
+  /// - Parameter inner: A child of the run's token, for the inner run. Its link is not kept:
+  ///   `inner` is cancelled once decided, which ends it.
+  init(_ report: StageReport, _ duration: Duration, inner: CancellationToken) {
     self.report = report
     self.duration = duration
-    // The link is not kept: `inner` is cancelled once decided, which ends it.
-    inner = run.makeChild().child
+    self.inner = inner
   }
 
   /// The inner run's start has returned: arms the timer, unless the race is decided already;
@@ -107,15 +118,16 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
     report.take()!.fail(error)
   }
 
-  /// The timer or the run's cancellation came first.
+  /// The timer or the run's cancellation came first: the inner run's token gets `error` as
+  /// its cause (the run's own cause, if the run was cancelled).
   private func end(_ error: any Error) {
-    guard decide() else { return }
+    guard decide(cause: error) else { return }
     report.take()!.fail(error)
   }
 
   /// Claims the win for the first of the result and the timer, and takes the timer back and
   /// ends the inner run's token: the inner run is over, or stops.
-  private func decide() -> Bool {
+  private func decide(cause: any Error = CancellationError()) -> Bool {
     let taken = state.withLock { state -> State? in
       guard case .racing = state else { return nil }
       defer { state = .decided }
@@ -124,7 +136,7 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
     guard case .racing(let timer, let registration)? = taken else { return false }
     timer?.cancel()
     registration?.remove()
-    inner.cancel()
+    inner.cancel(cause: cause)
     return true
   }
 }

@@ -25,11 +25,19 @@ public protocol RunObserver: AnyObject, Sendable {
   /// uncalled, `.failed`), on that thread: the library ignored the call. Its
   /// ``stageEnded(_:outcome:)`` came before, at the cancellation.
   func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome)
+  /// ``stageCancelled(_:)``, with why its run cancelled it: the token's
+  /// ``CancellationToken/cause``, such as the ``TimeoutError`` of a `timeout` that fired, or
+  /// the failure of a sibling. By default, calls ``stageCancelled(_:)``.
+  func stageCancelled(_ stage: StageRecord, cause: any Error)
 
   /// A `retry` is about to wait `wait` before its next attempt, on the thread where attempt
   /// number `attempt` (from 1) failed with `error`. `stage` is the retry as written:
   /// `fetch.retry(3, delay: 0.1 seconds)`.
   func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error)
+  /// A `retry` gave up after attempt number `attempt` failed with `error`, and the run failed
+  /// with that error, because its wait of `wait` would have ended at or after the run's
+  /// deadline (``CancellationToken/deadline(on:)``). Not preceded by ``retryWillWait(_:attempt:wait:error:)``.
+  func retryGaveUpAtDeadline(_ stage: String, attempt: Int, wait: Duration, error: any Error)
   /// A `hedged` function started hedge number `hedge` (from 1; the primary is 0), on the thread
   /// that started it. `stage` is the hedged function as written.
   func hedgeStarted(_ stage: String, hedge: Int)
@@ -48,11 +56,20 @@ extension RunObserver {
 
   /// Ignores late calls: an observer that does not draw them need not implement this.
   public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {}
+
+  /// ``stageCancelled(_:)``: an observer that does not show causes need not implement this.
+  public func stageCancelled(_ stage: StageRecord, cause _: any Error) {
+    stageCancelled(stage)
+  }
 }
 
 extension RunObserver {
   /// Ignores retries: an observer that does not draw them need not implement this.
   public func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error) {}
+  /// Ignores retries given up: an observer that does not draw them need not implement this.
+  public func retryGaveUpAtDeadline(
+    _ stage: String, attempt: Int, wait: Duration, error: any Error
+  ) {}
   /// Ignores hedges: an observer that does not draw them need not implement this.
   public func hedgeStarted(_ stage: String, hedge: Int) {}
   /// Ignores breakers: an observer that does not draw them need not implement this.
@@ -147,8 +164,8 @@ final class StageEvent: Sendable {
 
   /// The run cancelled the stage while it was running: that is when it ends, for a reader of
   /// the timeline, even if its body ignores the token and calls back later.
-  func cancelled() {
+  func cancelled(cause: any Error) {
     guard !ended.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    observer.stageCancelled(record)
+    observer.stageCancelled(record, cause: cause)
   }
 }

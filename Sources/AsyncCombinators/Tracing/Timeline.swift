@@ -38,6 +38,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     /// When a stage that its run had cancelled called back anyway, from the run's start: the
     /// call the library ignored. `nil` if it never did (or was not cancelled).
     public var ignoredCallbackAt: Duration?
+    /// Why its run cancelled the stage, in a few words (`timeout after 0.1 seconds`); `nil`
+    /// unless it was cancelled for a reason other than a plain `cancel()`.
+    public var cancellationCause: String?
     /// The dispatch queue label, or `thread 0x…`, where the stage started.
     public let startedOn: String
     /// Where the stage completed; `nil` while it is running.
@@ -106,6 +109,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       case retry(attempt: Int, wait: Duration)
       /// A hedged function started hedge number `hedge` (from 1).
       case hedge(Int)
+      /// A retry gave up after attempt number `attempt` failed: its wait of `wait` would have
+      /// ended at or after the run's deadline.
+      case retryGaveUp(attempt: Int, wait: Duration)
     }
 
     /// The retry or hedged function, as written: `fetch.retry(3)`.
@@ -120,6 +126,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       switch kind {
       case .retry(let attempt, _): "↻ after attempt \(attempt)"
       case .hedge(let hedge): "⑂ hedge \(hedge)"
+      case .retryGaveUp(let attempt, _): "⏹ after attempt \(attempt)"
       }
     }
   }
@@ -178,6 +185,34 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// Records a retry about to wait.
   public func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error _: any Error) {
     mark(stage, .retry(attempt: attempt, wait: wait))
+  }
+
+  /// Records a retry given up because its wait would have passed the run's deadline.
+  public func retryGaveUpAtDeadline(
+    _ stage: String, attempt: Int, wait: Duration, error _: any Error
+  ) {
+    mark(stage, .retryGaveUp(attempt: attempt, wait: wait))
+  }
+
+  /// Records a stage its run cancelled, and why.
+  public func stageCancelled(_ stage: StageRecord, cause: any Error) {
+    stageEnded(stage, outcome: .cancelled)
+    guard let text = Self.describe(cause: cause) else { return }
+    state.withLock { state in
+      guard let index = state.cancelled[stage.id] else { return }
+      state.spans[index].cancellationCause = text
+    }
+  }
+
+  /// A cancellation's cause in a few words; `nil` for a plain `cancel()`.
+  static func describe(cause: any Error) -> String? {
+    switch cause {
+    case is CancellationError: nil
+    case let timeout as TimeoutError: "timeout after \(timeout.duration)"
+    case is SupersededError: "superseded by a newer run"
+    case is LostRaceError: "another attempt answered first"
+    default: "\(cause)"
+    }
   }
 
   /// Records a hedge's start.
@@ -284,6 +319,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
       let duration = span.elapsed.map { Scale.milliseconds($0) + " ms" } ?? "running"
       var place = span.startedOn
       if let endedOn = span.endedOn, endedOn != span.startedOn { place += " → " + endedOn }
+      if let cause = span.cancellationCause { place += "  cancelled: " + cause }
       lines.append(
         span.name.padding(to: nameWidth) + " |" + String(bar) + "| "
           + duration.leftPadding(to: 9) + "  " + place)
@@ -301,6 +337,11 @@ public final class Timeline: RunObserver, CustomStringConvertible {
         note = "wait " + waited + "  " + note
       case .hedge:
         bar[column] = "⑂"
+      case .retryGaveUp(_, let wait):
+        bar[column] = "⏹"
+        note =
+          "gave up: a wait of " + Scale.milliseconds(wait) + " ms would pass the deadline  "
+          + note
       }
       lines.append(mark.label.padding(to: nameWidth) + " |" + String(bar) + "| " + note)
     }
@@ -316,6 +357,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
     if marks.contains(where: { if case .hedge = $0.kind { true } else { false } }) {
       entries.append("⑂ a hedge started")
+    }
+    if marks.contains(where: { if case .retryGaveUp = $0.kind { true } else { false } }) {
+      entries.append("⏹ a retry given up at the deadline")
     }
     return "legend: " + entries.joined(separator: ", ")
   }

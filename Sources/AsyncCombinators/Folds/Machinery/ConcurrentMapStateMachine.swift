@@ -41,6 +41,8 @@ struct ConcurrentMapStateMachine: Sendable {
   /// What to do outside the lock, in the order the storage does it.
   struct Effects: Sendable {
     var cancelsElements = false
+    /// Why the elements are cancelled: the failure that ended the stream.
+    var cancelCause: (any Error)?
     var wakesConsumer: Waiter?
     /// This thread has become the starter of pulled elements waiting for a slot.
     var startsPending = false
@@ -383,6 +385,7 @@ struct ConcurrentMapStateMachine: Sendable {
   private mutating func terminate(_ error: any Error, _ effects: inout Effects) {
     failure = error
     effects.cancelsElements = true
+    effects.cancelCause = error
     ready = FIFO()
     readyCount = 0
     pending = FIFO()

@@ -141,7 +141,7 @@ final class ConcurrentMapStorage: SlotJoin {
   private func execute(_ effects: ConcurrentMapStateMachine.Effects) {
     if effects.cancelsElements {
       hasEnded.store(true, ordering: .relaxed)
-      elements.cancel()
+      elements.cancel(cause: effects.cancelCause ?? CancellationError())
     }
     effects.wakesConsumer?.resume()
     if effects.drainsReports { ProgressQueue.startDraining { self.drainReports() } }

@@ -216,7 +216,13 @@ final class FanOut<Element: Sendable>: SlotJoin {
     state.withLock { $0.cancelHandler.take() }?.remove()
     // Stops the elements still running and turns the elements still waiting away from the
     // gate; `end` finds the join done and does nothing.
-    if case .finished = outcome {} else { branches.cancel() }
+    switch outcome {
+    case .finished: break
+    // The elements read the failure that exceeded the tolerance.
+    case .tooManyFailures(let failures):
+      branches.cancel(cause: failures.last?.error ?? CancellationError())
+    case .cancelled: branches.cancel()
+    }
     link.remove()  // After: the run's `cancel()` meanwhile waits for the elements' handlers.
     guard progress != nil else { return completion(outcome) }
     // Behind the reports: a drainer at work delivers the outcome once it has delivered them.

@@ -122,7 +122,7 @@ final class ForkJoin: StageSink, @unchecked Sendable {
 
   private func fail(_ error: any Error) {
     guard !isDone.exchange(true, ordering: .acquiringAndReleasing) else { return }
-    branches.cancel()
+    branches.cancel(cause: error)  // The branches read the failure that stopped them.
     link.remove()  // After: the run's `cancel()` meanwhile waits for the branches' handlers.
     let completion = completion.take()!
     Trampoline.run { completion.complete(.failure(error)) }

@@ -57,7 +57,8 @@ final class RaceJoin: StageSink {
   }
 
   private func finish() {
-    runners.cancel()  // The losers stop; their late results find the race done.
+    // The losers stop; their late results find the race done.
+    runners.cancel(cause: LostRaceError())
     link.remove()  // After: the run's `cancel()` meanwhile waits for the losers' handlers.
   }
 }

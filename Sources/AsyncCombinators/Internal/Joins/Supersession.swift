@@ -47,7 +47,7 @@ final class Supersession: Sendable {
       defer { state.inFlight = token }
       return (state.current, state.inFlight)
     }
-    superseded?.cancel()
+    superseded?.cancel(cause: SupersededError())
     return generation
   }
 

@@ -12,6 +12,8 @@ import Synchronization
 struct TimerClock: Sendable {
   /// `nil` for `ContinuousClock`, whose deadlines are Dispatch uptimes.
   private let customDeadline: (@Sendable (Duration) -> TimerDeadline)?
+  /// When the deadline set on this clock around a token's work is, as a wait from now.
+  private let untilDeadline: @Sendable (CancellationToken) -> Duration?
 
   init<C: Clock>(_ clock: C) where C.Duration == Duration {
     if C.self == ContinuousClock.self {
@@ -19,6 +21,21 @@ struct TimerClock: Sendable {
     } else {
       customDeadline = { duration in TimerDeadline(after: duration, on: clock) }
     }
+    untilDeadline = { token in token.deadline(on: clock).map { clock.now.duration(to: $0) } }
+  }
+
+  /// The time left before the deadline set on this clock around `token`'s work, or `nil`
+  /// without one: what a wait must end before. Reads the clock only under a deadline.
+  func timeLeft(on token: CancellationToken) -> Duration? {
+    guard token.deadlines != nil else { return nil }
+    return untilDeadline(token)
+  }
+
+  /// Whether a wait of `duration` begun now would end at or after the deadline set on this
+  /// clock around `token`'s work: such a wait would only be cut short by it.
+  func waitPassesDeadline(_ duration: Duration, on token: CancellationToken) -> Bool {
+    guard let left = timeLeft(on: token) else { return false }
+    return duration >= left
   }
 
   static let continuous = TimerClock(ContinuousClock())

@@ -450,8 +450,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   func enter(_ waiter: Waiter, input: AnyValue, weight: Int = 1, priority: Int = 0) {
     var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
     if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
+    let timeLeft = clock?.timers.timeLeft(on: waiter.waitsOn)
     let entry = state.withLock { state -> Entry in
-      switch decide(&state, weight: weight, priority: priority) {
+      switch decide(&state, weight: weight, priority: priority, timeLeft: timeLeft) {
       case .admitted: return .admitted
       case .rejected(let retryAfter): return .rejected(retryAfter: retryAfter)
       case .waits: break
@@ -528,7 +529,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   }
 
   /// Whether a run may start now (taking its slot), must be rejected, or may wait.
-  private func decide(_ state: inout State, weight: Int, priority: Int) -> Attempt {
+  ///
+  /// - Parameter timeLeft: The time before the run's deadline on the gate's clock, if it has
+  ///   one: a run whose permit would come at or after it is rejected rather than queued.
+  private func decide(
+    _ state: inout State, weight: Int, priority: Int, timeLeft: Duration? = nil
+  ) -> Attempt {
     if members.isEmpty {
       if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
     } else if !state.isPaused, state.lanes.isEmpty || state.lanes[0].priority < priority,
@@ -544,6 +550,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     case .count(let most) where state.waitingCount >= most:
       return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     default:
+      if let timeLeft, let wait = retryAfter(state, weight: weight, priority: priority),
+        wait > .zero, wait >= timeLeft
+      {
+        return .rejected(retryAfter: wait)
+      }
       return .waits
     }
   }
