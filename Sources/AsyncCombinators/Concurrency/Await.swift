@@ -9,7 +9,7 @@ extension AsyncFunc {
   /// stages not yet started never start, and running stages see their token fire, with
   /// `CancellationError` as its ``CancellationToken/cause``.
   ///
-  /// Awaited in an `.async` body, or in ``withTimeout(_:clock:operation:)``, the run starts on a
+  /// Awaited in an `.async` body, or in ``withTimeout(_:clock:file:line:operation:)``, the run starts on a
   /// child of that body's token: it has the same deadlines, and the body's cancellation, with
   /// its cause, reaches it.
   ///

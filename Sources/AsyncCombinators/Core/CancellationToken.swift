@@ -422,7 +422,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// The earliest deadline set on `clock` for the work this token belongs to, or `nil`.
   ///
-  /// `timeout(_:clock:)` sets one for the run it bounds, and ``withTimeout(_:clock:operation:)``
+  /// `timeout(_:clock:)` sets one for the run it bounds, and ``withTimeout(_:clock:file:line:operation:)``
   /// for the `async` code it runs; a child token has its parent's. Nested deadlines on one clock
   /// keep the earliest. A deadline set on one clock is not seen on another: the same clock is
   /// the same instance for a class (such as `TestClock`), the same type for a struct (such as
@@ -444,7 +444,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
     deadlines?.instant(on: clock)
   }
 
-  /// The token of the `.async` body, or the ``withTimeout(_:clock:operation:)`` operation, this
+  /// The token of the `.async` body, or the ``withTimeout(_:clock:file:line:operation:)`` operation, this
   /// task runs in: an ``AsyncFunc`` awaited there starts on a child of it, with its deadlines
   /// and its cancellation.
   @TaskLocal static var current: CancellationToken?

@@ -12,7 +12,7 @@ extension AsyncFunc {
   /// cancels the other attempts.
   ///
   /// Hedges spend the run's budget: no hedge starts at or after the deadline on `clock` set
-  /// around the run (by a `timeout` or ``withTimeout(_:clock:operation:)``), and no wait for one
+  /// around the run (by a `timeout` or ``withTimeout(_:clock:file:line:operation:)``), and no wait for one
   /// begins that would end there. The attempts that lose are cancelled with a
   /// ``LostRaceError`` as their token's ``CancellationToken/cause``.
   ///

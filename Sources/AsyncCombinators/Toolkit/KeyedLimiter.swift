@@ -3,12 +3,12 @@
 ///
 /// "10 requests a second per customer": give each customer a limiter of its own, made by
 /// `make` when its first run comes, and limit a function by it with
-/// ``AsyncFunc/limited(by:key:weight:)``. Runs of different keys never wait on each other; a
+/// ``AsyncFunc/limited(by:key:weight:file:line:)``. Runs of different keys never wait on each other; a
 /// key's runs obey exactly its own limiter, made once however many threads bring its first
 /// runs together. A key's limiter is let go once it has been at rest for `idleAfter`, so the
 /// keys a service has seen do not pile up; a key seen again gets a new limiter, which is
 /// exact, since the old one owed nothing. To limit each key and all of them together, let
-/// `make` chain the key's own limiter with a shared one (``Limiter/init(all:)``): a limiter
+/// `make` chain the key's own limiter with a shared one (``Limiter/init(all:file:line:)``): a limiter
 /// that two keys' chains have held is shared, and a key owes it nothing when it is let go (a
 /// key that is the only one ever to hold it waits until it is full again too).
 ///

@@ -7,7 +7,7 @@ extension AsyncFunc {
   /// the schedule gives the wait before the next run, and when it ends instead, the run ends
   /// with that output. Every run starts the schedule afresh. The wait holds no thread, and
   /// cancelling the run during it ends the run with `CancellationError` at once. The waits,
-  /// and the time ``Schedule/upTo(_:)`` measures, are read on `clock`: Dispatch timers by
+  /// and the time ``Schedule/upTo(_:file:line:)`` measures, are read on `clock`: Dispatch timers by
   /// default, or a `TestClock` (from `AsyncCombinatorsTesting`) that starts each run when
   /// advanced.
   ///

@@ -6,10 +6,10 @@ extension AsyncFunc {
   /// attempt's error. `CancellationError` is never retried, nor is an error `shouldRetry`
   /// declines, nor one whose retry the `budget` cannot pay for. An error that conforms to
   /// ``RetryAfterHint`` with a hint raises that wait to the hint: a lower bound, above a
-  /// ``Schedule/capped(at:)`` maximum too, and never jittered below it; the hinted wait is
+  /// ``Schedule/capped(at:file:line:)`` maximum too, and never jittered below it; the hinted wait is
   /// still one of the schedule's, so it spends no extra attempt. Every run starts the schedule
   /// afresh. The wait holds no thread, and cancelling the run during it ends the run with
-  /// `CancellationError` at once. The waits, and the time ``Schedule/upTo(_:)`` measures,
+  /// `CancellationError` at once. The waits, and the time ``Schedule/upTo(_:file:line:)`` measures,
   /// are read on `clock`: Dispatch timers by default, or a `TestClock` (from
   /// `AsyncCombinatorsTesting`) whose `advance` starts each retry on the test's own thread.
   ///

@@ -92,7 +92,7 @@ public func withTimeout<T: Sendable, C: Clock>(
   return try result.get()
 }
 
-/// The timer of one ``withTimeout(_:clock:operation:)`` call, rung once: at the deadline
+/// The timer of one ``withTimeout(_:clock:file:line:operation:)`` call, rung once: at the deadline
 /// (`expired`), or when `stop` is cancelled first. `@unchecked Sendable`: `state` is behind its
 /// lock, `stop` is a `let`.
 private final class TimeoutAlarm: @unchecked Sendable {

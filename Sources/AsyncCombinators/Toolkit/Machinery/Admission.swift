@@ -166,7 +166,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var recentWatch: Watch?
     /// Called once nothing is admitted and nothing waits.
     var whenIdle: [@Sendable () -> Void] = []
-    /// The chains (``Limiter/init(all:)``) this gate turned a run away from, by the chain's
+    /// The chains (``Limiter/init(all:file:line:)``) this gate turned a run away from, by the chain's
     /// identity: each is woken once, the next time this gate frees something or its queue
     /// moves, to ask again.
     var chainWakers: [ObjectIdentifier: @Sendable () -> Void] = [:]
@@ -380,7 +380,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   private let state: Locked<State>
   let queueLimit: QueueLimit
   let clock: AdmissionClock?
-  /// For a chain (``Limiter/init(all:)``): the gates each run must be admitted by as well,
+  /// For a chain (``Limiter/init(all:file:line:)``): the gates each run must be admitted by as well,
   /// and holds a slot of while it runs; in the order of their identities, the one order in
   /// which every chain takes their locks, after its own. Empty for any other gate.
   let members: [Admission]
