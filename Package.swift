@@ -9,7 +9,13 @@ let package = Package(
     .library(name: "AsyncCombinatorsTesting", targets: ["AsyncCombinatorsTesting"]),
   ],
   targets: [
-    .target(name: "AsyncCombinators"),
+    // The layers, each depending only on those below it (Architecture.md's layer table).
+    .target(name: "AsyncCombinatorsKernel"),
+    .target(name: "AsyncCombinatorsCore", dependencies: ["AsyncCombinatorsKernel"]),
+    .target(name: "AsyncCombinatorsPromise", dependencies: ["AsyncCombinatorsCore"]),
+    .target(
+      name: "AsyncCombinators",
+      dependencies: ["AsyncCombinatorsKernel", "AsyncCombinatorsCore", "AsyncCombinatorsPromise"]),
     .target(name: "AsyncCombinatorsTesting", dependencies: ["AsyncCombinators"]),
     .target(name: "TourScenarios", dependencies: ["AsyncCombinators"]),
     .executableTarget(name: "Tour", dependencies: ["TourScenarios"]),

@@ -2,7 +2,9 @@ import Synchronization
 import Testing
 import TourScenarios
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct TourTests {
   @Test(arguments: Tour.scenarios.map(\.title))

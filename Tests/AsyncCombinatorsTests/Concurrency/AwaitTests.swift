@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// A legacy request handle: it keeps its callback and counts `cancel()` calls, like an SDK
 /// whose cancel is only a best effort — the callback may still come.

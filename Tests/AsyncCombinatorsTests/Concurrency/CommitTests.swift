@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct CommitTests {
   @Test func commits_the_output_and_passes_it_on() async throws {

@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The article's calculation worker: it records when each computation starts and finishes,
 /// and suspends in between — on a real thread hop rather than `Task.yield()`.

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Cancellation is control flow, not an error to show: everything in this library that
 /// tells the two apart hands back `CancellationError` itself, never wrapped or translated.

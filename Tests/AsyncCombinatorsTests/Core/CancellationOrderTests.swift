@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Cancellation happens before, not after: from the moment `cancel()` begins, no stage that
 /// had not yet decided to start starts, and a run's own outcome is cancellation.

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 private struct Boom: Error, Equatable {}
 

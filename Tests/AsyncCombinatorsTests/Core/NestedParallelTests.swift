@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// A join nested in another's branch, or started from the completion of one, starts at once
 /// and means what it means on its own: a synchronous function completes before its run

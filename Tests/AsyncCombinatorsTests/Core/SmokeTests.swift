@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Test func serial_feeds_output_forward() async throws {
   let add = AsyncFunc<Int, Int>.sync { $0 + 1 }

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Foundation
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// A million stages, alternating a lifted function and a callback that completes inline.
 private let millionStages = AsyncFunc<Int, Int>.serial(

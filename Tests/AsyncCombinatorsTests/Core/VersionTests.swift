@@ -1,7 +1,9 @@
 import Foundation
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct VersionTests {
   /// The package's top directory, found from this file's place in it.

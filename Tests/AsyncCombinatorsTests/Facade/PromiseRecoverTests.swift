@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 // flatMap, recover, `Promise { complete in }` and the two spellings of `firstly`.
 @Suite struct PromiseRecoverTests {

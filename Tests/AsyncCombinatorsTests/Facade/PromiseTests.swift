@@ -3,7 +3,9 @@ import Dispatch
 import Foundation
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Returns once every block submitted to the serial `queue` so far has run, and every block
 /// those blocks submitted in turn: the second hop lands behind anything the first one found.

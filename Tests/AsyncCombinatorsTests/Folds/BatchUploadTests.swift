@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The HoneyBee article's batch upload, with fakes, checked against every requirement:
 /// at most 4 items at once (and 4 reached), exports one at a time and off the main queue,

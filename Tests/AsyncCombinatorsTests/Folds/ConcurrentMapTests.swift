@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct ConcurrentMapTests {
   @Test func concurrentMap_keeps_input_order_whatever_the_completion_order() async throws {

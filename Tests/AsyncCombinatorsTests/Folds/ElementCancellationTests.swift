@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// An element that fails with `CancellationError` while its fold was not cancelled cancels the
 /// fold: it ends with that bare `CancellationError` and the elements still running are

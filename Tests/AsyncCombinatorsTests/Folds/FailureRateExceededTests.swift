@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Foundation
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct FailureRateExceededTests {
   struct URLFailure: Error, CustomStringConvertible {

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The array fold and the stream count a slot as `limit(_:)` does: held from an element's start
 /// until its body calls back, though a timeout delivered the element's result long before.

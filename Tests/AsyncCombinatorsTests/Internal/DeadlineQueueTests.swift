@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The queue behind the shared timers and `TestClock`, against a sorted array as its model.
 @Suite struct DeadlineQueueTests {

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Foundation
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// A misuse stops the program with `fatalError`, whose message, file and line a release build
 /// keeps (`.ci/misuse-release` checks that build); here, in a debug build, each misuse that

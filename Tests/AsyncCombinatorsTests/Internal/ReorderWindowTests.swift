@@ -1,7 +1,9 @@
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct ReorderWindowTests {
   /// How many `Tracked` values are alive.

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// "No timeout", written `.seconds(Int64.max)`, never comes and arms nothing, for every timed
 /// operator on every clock: no clock is asked for an instant it cannot represent (issue 40,

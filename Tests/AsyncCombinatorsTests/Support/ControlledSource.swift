@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Synchronization
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// An asynchronous sequence of `0, 1, 2, ...` (up to `count`, or without end) that counts
 /// every pull, can check a condition at each pull, can throw at a given position, and says

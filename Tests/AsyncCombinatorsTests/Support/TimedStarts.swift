@@ -1,6 +1,8 @@
 import AsyncCombinatorsTesting
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Records when each run of ``function`` started, on a test clock, and how the runs that
 /// failed ended: for the limiters' timing tests.

@@ -1,6 +1,8 @@
 import Dispatch
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 extension CancellationToken {
   /// Suspends until a thread has begun running this token's handlers: polls, as the state it

@@ -4,7 +4,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// A random pipeline over `Int` built from every combinator, with a reference model of what
 /// it may end with. Failures are modelled as "some failure": which stage's error wins a race

@@ -2,7 +2,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 @testable import AsyncCombinatorsTesting
 
 /// An input a run can keep alive: a class, so the checker can watch it.

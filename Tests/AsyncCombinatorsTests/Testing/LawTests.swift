@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 private func run(_ function: AsyncFunc<Int, [Int]>, _ input: Int) async -> Result<[Int], any Error>
 {

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The timed operators under a `TestClock`: every test here is synchronous, so no thread but
 /// the test's own takes part, and every order asserted is the clock's.

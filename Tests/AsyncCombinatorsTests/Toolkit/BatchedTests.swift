@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Each test closes batches on a private serial queue it holds suspended while it makes its
 /// loads: the batch's dispatch block runs only when the test resumes the queue.

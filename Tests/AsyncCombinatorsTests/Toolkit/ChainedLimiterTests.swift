@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct ChainedLimiterTests {
   @Test func both_limits_hold_in_every_window_over_three_minutes() {

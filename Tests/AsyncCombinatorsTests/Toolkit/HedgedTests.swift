@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct HedgedTests {
   /// A hedged run of a parked function on a test clock, and what it ended with.

@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct JitterTests {
   /// The waits of one run of `retry(5, delay: 1s, backoff: 2, maxDelay:, jitter:)` that fails.

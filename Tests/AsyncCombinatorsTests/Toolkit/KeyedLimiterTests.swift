@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// When each run of each key started, on the test clock, and how many were rejected.
 private final class KeyedStarts: Sendable {

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct LimiterDeadlineTests {
   @Test func a_rate_limited_run_whose_permit_comes_at_or_after_the_deadline_fails_at_once() throws {

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Outcomes of runs, by input, recorded by their completions.
 private final class Outcomes: Sendable {

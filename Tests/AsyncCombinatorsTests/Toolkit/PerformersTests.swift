@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct PerformersTests {
   /// A performer that holds blocks until the test runs them.
@@ -116,7 +118,7 @@ import Testing
     let starts = Starts()
     let fetch = AsyncFunc<Int, Int>(name: "fetch") { x, complete in complete(.success(x)) }
     let done = Gate()
-    fetch.on(performer).run(1, token: CancellationToken(observer: starts)) { _ in done.open() }
+    fetch.on(performer).run(1, token: CancellationToken(observedBy: starts)) { _ in done.open() }
     await performer.arrived.wait()
     #expect(starts.names.all.isEmpty)
     performer.runAll()

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Counts the runs of a limited function that start and the rejections they meet.
 private final class Admissions: Sendable {

@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct RecoverTests {
   @Test func a_failure_becomes_the_recovered_value() async throws {

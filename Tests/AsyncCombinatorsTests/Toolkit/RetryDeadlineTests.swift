@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// Records the retries given up at the deadline and the cancellations with their causes.
 private final class DeadlineWatcher: RunObserver {

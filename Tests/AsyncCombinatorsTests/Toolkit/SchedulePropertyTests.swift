@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Foundation
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The rules of a schedule written the plainest way: a tree of objects, each asked in turn by
 /// its parent, leaves computing their *k*-th wait with a loop from the start. The library's

@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 /// The first `count` waits of one run of `schedule` (fewer if it ends), each asked `elapsed`
 /// after the first try (the sum of the waits before, unless given).

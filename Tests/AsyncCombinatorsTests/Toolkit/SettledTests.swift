@@ -1,7 +1,9 @@
 import AsyncCombinatorsTesting
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct SettledTests {
   @Test func settled_delivers_success_and_failure_as_values() async throws {

@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct SharedTests {
   @Test func ten_runs_while_the_call_is_parked_make_exactly_one_call_and_all_get_its_value()

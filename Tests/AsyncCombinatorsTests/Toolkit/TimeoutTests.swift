@@ -3,7 +3,9 @@ import Dispatch
 import Synchronization
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct TimeoutTests {
   @Test func a_zero_timeout_times_out_a_result_that_comes_after_the_start_returned() async throws {

@@ -2,7 +2,9 @@ import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-@testable import AsyncCombinators
+import AsyncCombinators
+@testable import AsyncCombinatorsCore
+@testable import AsyncCombinatorsKernel
 
 @Suite struct TimelineTests {
   /// A stage on `lane` that signals `started`, then completes once `release` opens.

@@ -1,0 +1,323 @@
+import AsyncCombinatorsKernel
+
+extension AsyncFunc {
+  /// Starts this function again on the same input when it is slow to answer, and takes the
+  /// first success: a hedged request.
+  ///
+  /// The first attempt (the primary) starts at once; if no attempt has succeeded after
+  /// `delay`, another starts, up to `maxHedges` more, each `delay` after the previous. An
+  /// attempt that fails starts the next hedge at once, if any is left. The first success wins
+  /// and every other attempt is cancelled; if all fail, the whole fails with the primary's
+  /// error, whichever attempt failed first. `after: .zero` starts them all at once: a race of
+  /// the function against itself. Cancellation is not a failure: an attempt that ends with
+  /// `CancellationError`, or the run's cancellation, ends the whole with it at once and
+  /// cancels the other attempts.
+  ///
+  /// Hedges spend the run's budget: no hedge starts at or after the deadline on `clock` set
+  /// around the run (by a `timeout` or ``withTimeout(_:clock:file:line:operation:)``), and no wait for one
+  /// begins that would end there. The attempts that lose are cancelled with a
+  /// ``LostRaceError`` as their token's ``CancellationToken/cause``.
+  ///
+  /// Hedge only what is safe to do twice (a read, an idempotent write): a slow attempt is
+  /// cancelled, not undone.
+  ///
+  /// ```swift
+  /// let clock = TestClock()  // from AsyncCombinatorsTesting: time moves when the test says
+  /// let stuck = ParkedCompletion<String>()  // holds a completion until the test calls it
+  /// let calls = Counter()
+  /// let lookup = AsyncFunc<String, String>(name: "lookup") { key, complete in
+  ///   if calls.next() == 0 { return stuck.park(complete) }  // the primary hangs
+  ///   complete(.success("\(key) from attempt \(calls.value)"))
+  /// }
+  /// let hedged = lookup.hedged(after: .milliseconds(50), clock: clock)
+  /// print(hedged)
+  /// hedged.run("user:7") { print($0) }
+  /// clock.advance(by: .milliseconds(50))
+  /// // prints lookup.hedged(after: 0.05 seconds)
+  /// // prints success("user:7 from attempt 2")
+  /// ```
+  ///
+  /// - Precondition: `delay` and `maxHedges` are not negative; otherwise the program stops with a
+  ///   message naming the caller's line.
+  /// - Parameters:
+  ///   - delay: How long to wait for a result before starting the next attempt; 0 or more. A
+  ///     century or more never comes: no hedge starts.
+  ///   - maxHedges: How many attempts may start after the primary; 0 or more.
+  ///   - clock: The clock the delay is measured on; `ContinuousClock()` unless given.
+  ///   - file: The caller's file, named when an argument is out of range.
+  ///   - line: The caller's line, named when an argument is out of range.
+  /// - Returns: A function with the same input and output.
+  /// - Complexity: At most `maxHedges + 1` runs of this function, and one timer at a time.
+  public func hedged<C: Clock>(
+    after delay: Duration, maxHedges: Int = 1, clock: C = ContinuousClock(),
+    file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc where C.Duration == Duration {
+    require(
+      delay >= .zero, "hedged(after: \(delay)): the delay must not be negative", file: file,
+      line: line)
+    require(
+      maxHedges >= 0, "hedged(maxHedges: \(maxHedges)): must not be negative", file: file,
+      line: line)
+    var call = "hedged(after: \(delay)"
+    if maxHedges != 1 { call += ", maxHedges: \(maxHedges)" }
+    call += ")"
+    let plan = HedgePlan(
+      program, call: call, delay: delay, maxHedges: maxHedges, timers: TimerClock(clock))
+    return AsyncFunc(modifying: program, call: call) { input, token, report in
+      HedgedRun(plan, input: input, token: token, report: report).start()
+    }
+  }
+}
+
+/// What every run of one `hedged` function shares: one reference per run, not five.
+private final class HedgePlan: Sendable {
+  let inner: Program
+  let call: String
+  let delay: Duration
+  let maxHedges: Int
+  let timers: TimerClock
+
+  init(_ inner: Program, call: String, delay: Duration, maxHedges: Int, timers: TimerClock) {
+    self.inner = inner
+    self.call = call
+    self.delay = delay
+    self.maxHedges = maxHedges
+    self.timers = timers
+  }
+}
+
+/// The attempts of one `hedged` run, each on a child token of the run's, so that the winner
+/// can cancel the others; and the wait for the next hedge.
+///
+/// The wait is a timer and a registration on the run's token that share one closure: the
+/// timer firing starts the next hedge, the run's cancellation takes the timer back, and
+/// whichever comes first takes the wait out of `state`, so only one of them acts. An early
+/// hedge (after a failure) or the end of the run takes it back too.
+private final class HedgedRun: StageSink {
+  private struct State {
+    /// Attempts started (or being started): the next one's number.
+    var started = 0
+    var decided = false
+    var primaryError: (any Error)?
+    /// The run's deadline has come: no more hedges start.
+    var pastDeadline = false
+    /// The primary's token while it runs.
+    var primary: Child?
+    /// The hedges' tokens, by number from 1, each while it runs; empty until a hedge starts.
+    var hedges: [Child?] = []
+    /// The pending wait for the next hedge.
+    var wait: Wait?
+
+    mutating func add(_ attempt: Child, number: Int) {
+      if number == 0 { primary = attempt } else { hedges.append(attempt) }
+    }
+
+    /// Takes attempt `number` out: it has ended.
+    mutating func end(_ number: Int) -> Child? {
+      if number == 0 { return primary.take() }
+      return hedges[number - 1].take()
+    }
+
+    var allEnded: Bool { primary == nil && hedges.allSatisfy { $0 == nil } }
+  }
+
+  /// A child of the run's token, and its link to it.
+  private struct Child {
+    let token: CancellationToken
+    let link: CancellationToken.Registration
+
+    init(of parent: CancellationToken) {
+      (token, link) = parent.makeChild()
+    }
+  }
+
+  /// The wait before hedge `next`: its timer and its registration on the run's token, once
+  /// both are made. Plain values, cheap to move in and out of `state`.
+  private struct Wait {
+    let next: Int
+    var timer = ScheduledTimer.none
+    /// The registration's id on the run's token.
+    var registration: UInt64?
+
+    init(before next: Int) { self.next = next }
+
+    func takeBack(from token: CancellationToken) {
+      timer.cancel()
+      removeRegistration(from: token)
+    }
+
+    func removeRegistration(from token: CancellationToken) {
+      if let registration { CancellationToken.Registration(on: token, id: registration).remove() }
+    }
+  }
+
+  private let plan: HedgePlan
+  private let input: AnyValue
+  private let token: CancellationToken
+  private let report: StageReport
+  private let state = Locked(State())
+
+  init(_ plan: HedgePlan, input: AnyValue, token: CancellationToken, report: StageReport) {
+    self.plan = plan
+    self.input = input
+    self.token = token
+    self.report = report
+  }
+
+  func start() {
+    if plan.delay == .zero {
+      while launch(ifNext: nil) {}
+    } else {
+      launch(ifNext: 0)
+    }
+  }
+
+  /// Starts the next attempt, if the run is undecided, attempts are left, and (when given) it
+  /// is attempt number `expected`. Returns whether it started one.
+  @discardableResult
+  private func launch(ifNext expected: Int?) -> Bool {
+    let attempt = Child(of: token)
+    // No hedge at or after the run's deadline, and no wait for one that would end there.
+    let left = plan.timers.timeLeft(on: token)
+    let pastDeadline = left.map { $0 <= .zero } ?? false
+    let waits = plan.delay > .zero && left.map { plan.delay < $0 } ?? true
+    // The wait for the next hedge replaces any pending one (after a failure, this hedge came
+    // early), unless this is the last attempt; claimed in the same step as the number, so
+    // that the latest attempt's wait is the one kept.
+    let claimed = state.withLock { state -> (number: Int, superseded: Wait?)? in
+      guard !state.decided, state.started <= plan.maxHedges else { return nil }
+      if let expected, expected != state.started { return nil }
+      if pastDeadline { state.pastDeadline = true }
+      guard state.started == 0 || !state.pastDeadline else { return nil }
+      let number = state.started
+      state.started += 1
+      state.add(attempt, number: number)
+      defer { state.wait = waits && number < plan.maxHedges ? Wait(before: number + 1) : nil }
+      return (number, state.wait)
+    }
+    guard let (number, superseded) = claimed else {
+      attempt.link.remove()
+      return false
+    }
+    superseded?.takeBack(from: token)
+    if number > 0, let observer = token.runObserver {
+      observer.hedgeStarted(Program.modified(plan.inner, plan.call), hedge: number)
+    }
+    if waits && number < plan.maxHedges { wait(before: number + 1) }
+    plan.inner.start(input, token: attempt.token, sink: self, branch: number)
+    return true
+  }
+
+  /// Arms the wait before hedge `next`, which `launch` has just put in `state`.
+  private func wait(before next: Int) {
+    let deadline = plan.timers.deadline(after: plan.delay)
+    let end = ending(before: next)
+    // Runs `end` at once if the run is cancelled already.
+    let registration = token.onCancel(end)
+    let timer = deadline.schedule(end)
+    let kept = state.withLock { state -> Bool in
+      guard state.wait?.next == next else { return false }
+      state.wait!.timer = timer
+      state.wait!.registration = registration.idOnToken
+      return true
+    }
+    // It ended (or was superseded) while being armed: take back what is left of it.
+    if !kept {
+      timer.cancel()
+      registration.remove()
+    }
+  }
+
+  /// What the wait before hedge `next` calls when it ends: one closure, made here once, that
+  /// both of its ends (the timer and the registration) hold.
+  @inline(never)
+  private func ending(before next: Int) -> @Sendable () -> Void {
+    { self.waitEnded(before: next) }
+  }
+
+  /// The wait before hedge `next` ended: its timer fired, or the run was cancelled.
+  private func waitEnded(before next: Int) {
+    let wait = state.withLock { state -> Wait? in
+      guard state.wait?.next == next else { return nil }
+      return state.wait.take()
+    }
+    guard let wait else { return }
+    if token.isCancelled { return wait.takeBack(from: token) }
+    wait.removeRegistration(from: token)
+    launch(ifNext: next)
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
+    guard decide(ended: branch) else { return }
+    report.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch: Int) {
+    if error is CancellationError || token.isCancelled {
+      guard decide(ended: branch) else { return }
+      return report.fail(CancellationError())
+    }
+    enum Next {
+      case nothing
+      case hedge
+      case fail(any Error)
+    }
+    let pastDeadline = plan.timers.timeLeft(on: token).map { $0 <= .zero } ?? false
+    let (ended, next) = state.withLock { state -> (Child?, Next) in
+      if branch == 0 { state.primaryError = error }
+      if pastDeadline { state.pastDeadline = true }
+      let ended = state.end(branch)
+      guard !state.decided else { return (ended, .nothing) }
+      if state.started <= plan.maxHedges && !state.pastDeadline { return (ended, .hedge) }
+      guard state.allEnded, let primary = state.primaryError else { return (ended, .nothing) }
+      state.decided = true
+      return (ended, .fail(primary))
+    }
+    ended?.link.remove()
+    switch next {
+    case .nothing: return
+    case .hedge: if !launch(ifNext: nil) { failIfAllEnded() }
+    case .fail(let primary): report.fail(primary)
+    }
+  }
+
+  /// The hedge after a failure did not start (the deadline came meanwhile): if every attempt
+  /// has ended, the run fails with the primary's error.
+  private func failIfAllEnded() {
+    let ended = state.withLock { state -> (primary: any Error, wait: Wait?)? in
+      guard !state.decided, state.allEnded, let primary = state.primaryError else { return nil }
+      state.decided = true
+      return (primary, state.wait.take())
+    }
+    guard let ended else { return }
+    ended.wait?.takeBack(from: token)
+    report.fail(ended.primary)
+  }
+
+  /// Ends attempt `branch` and decides the run, unless it was decided already: cancels the
+  /// other attempts and takes the pending wait back. Returns whether it decided the run.
+  private func decide(ended branch: Int) -> Bool {
+    let (ended, decided) = state.withLock { state -> (Child?, Decided?) in
+      let ended = state.end(branch)
+      guard !state.decided else { return (ended, nil) }
+      state.decided = true
+      // The others stay in `state` until they end, as each still reports.
+      return (
+        ended, Decided(primary: state.primary?.token, hedges: state.hedges, wait: state.wait.take())
+      )
+    }
+    ended?.link.remove()
+    guard let decided else { return false }
+    decided.primary?.cancel(cause: LostRaceError())
+    for hedge in decided.hedges { hedge?.token.cancel(cause: LostRaceError()) }
+    decided.wait?.takeBack(from: token)
+    return true
+  }
+
+  /// What deciding the run leaves to do outside the lock.
+  private struct Decided {
+    let primary: CancellationToken?
+    let hedges: [Child?]
+    let wait: Wait?
+  }
+}

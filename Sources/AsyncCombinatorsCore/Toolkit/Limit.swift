@@ -1,0 +1,183 @@
+import AsyncCombinatorsKernel
+
+extension AsyncFunc {
+  /// Shares one gate among all runs of the returned function: at most `n` run this function
+  /// at once, and the others start in the order they arrived.
+  ///
+  /// Create the limited function once and reuse it; each call of `limit(_:)` makes a new,
+  /// independent gate. A run that waits for its turn holds no thread (`run` returns at once),
+  /// and cancelling it takes it out of the queue and completes it with `CancellationError`.
+  ///
+  /// The limit counts real work: a slot is taken when a run starts this function and given
+  /// back when every callback body the run started has called back (or released its
+  /// completion uncalled). A run that is cancelled, times out or loses a race delivers its
+  /// result at once, but keeps its slot until a body that ignores cancellation is done.
+  ///
+  /// ```swift
+  /// let export = AsyncFunc<String, String>.async(name: "export") { "\($0).mp4" }
+  /// let oneAtATime = export.limit(1)
+  /// print(oneAtATime)
+  /// print(try await oneAtATime.concurrentMap()(["a", "b"]))
+  /// // prints export.limit(1)
+  /// // prints ["a.mp4", "b.mp4"]
+  /// ```
+  ///
+  /// - Precondition: `n` is at least 1; otherwise the program stops with a message naming the
+  ///   caller's line.
+  /// - Parameters:
+  ///   - n: The most runs in flight at once; at least 1.
+  ///   - file: The caller's file, named when `n` is out of range.
+  ///   - line: The caller's line, named when `n` is out of range.
+  /// - Returns: A function with the same input and output, gated.
+  /// - Complexity: O(1) amortized per run to enter and leave the gate.
+  public func limit(_ n: Int, file: StaticString = #fileID, line: UInt = #line) -> AsyncFunc {
+    require(n >= 1, "limit(\(n)): the limit must be at least 1", file: file, line: line)
+    return limitedStage(LimitedFunction(Admission(capacity: n), program), call: "limit(\(n))")
+  }
+
+  /// The stage every gated modifier makes: each run enters `function`'s gate.
+  func limitedStage(_ function: LimitedFunction, call: String) -> AsyncFunc {
+    AsyncFunc(modifying: program, call: call) { input, token, report in
+      function.enter(input, token: token, report: report)
+    }
+  }
+}
+
+/// What every run through one gate shares: the gate, the function it gates, and how a run
+/// takes its slot.
+final class LimitedFunction: Sendable {
+  let gate: Admission<LimitedRun>
+  let inner: Program
+  let weight: Int
+  let priority: Int
+  /// Deliver a run's result before its slot goes to the next run, as a line does; a limit
+  /// frees the slot first, so that it limits this function, not what runs after it.
+  let deliversFirst: Bool
+  /// Count each run's outcome in the gate as its slot is given back, as a work queue does.
+  let countsOutcomes: Bool
+
+  init(
+    _ gate: Admission<LimitedRun>, _ inner: Program, weight: Int = 1, priority: Int = 0,
+    deliversFirst: Bool = false, countsOutcomes: Bool = false
+  ) {
+    self.gate = gate
+    self.inner = inner
+    self.weight = weight
+    self.priority = priority
+    self.deliversFirst = deliversFirst
+    self.countsOutcomes = countsOutcomes
+  }
+  /// One run enters the gate. A gate whose queue limit can turn a run away at once is asked
+  /// first, so that a rejected run builds nothing but its error; any other gate takes the
+  /// run's waiter in one step.
+  func enter(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+    if gate.queueLimit.rejectsAtOnce {
+      switch gate.attempt(weight: weight, priority: priority) {
+      case .admitted: return LimitedRun(self, token, report).admitted(input)
+      case .rejected(let retryAfter): return report.fail(LimitExceeded(retryAfter: retryAfter))
+      case .waits: break
+      }
+    }
+    gate.enter(LimitedRun(self, token, report), input: input, weight: weight, priority: priority)
+  }
+}
+
+/// One run through a gate (`limit`, `serialized`, a `Limiter`, a `WorkQueue`), from the gate
+/// to the end of its bodies: the waiter in the gate's queue, the count of its bodies in flight
+/// (which frees its slot when quiet), and where its inner function reports. One object per
+/// run for all three.
+///
+/// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
+/// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only
+/// there, before the inner run starts, and read once its bodies are done. `succeeded` is
+/// written once, when the inner function reports and before this run's own hold leaves the
+/// count, and read once the count is quiet (the count's atomic orders the two). `inner` is set
+/// at `init` and let go once the count is quiet, after which nothing reads it.
+final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
+  private let count: InFlightCount
+  private let function: LimitedFunction
+  private let report: StageReport
+  let waitsOn: CancellationToken
+  var place = AdmissionPlace()
+  private var holdsSlot = false
+  /// How the inner function ended; written once, before the count can go quiet.
+  private var succeeded: Bool?
+  /// The token the inner function runs on, a child of the run's that counts in this run, and
+  /// its link to the run's token. Let go when quiet: the token holds this run as its count.
+  private var inner: (child: CancellationToken, link: CancellationToken.Registration)?
+
+  init(_ function: LimitedFunction, _ token: CancellationToken, _ report: StageReport) {
+    self.function = function
+    self.report = report
+    waitsOn = token
+    // The slot is held until every body this run started has called back, even when the
+    // run itself is over sooner: cancelled, timed out, beaten in a race.
+    count = InFlightCount(within: token.inFlight)
+    inner = token.makeChild(countingIn: self)
+  }
+
+  func admitted(_ input: AnyValue) {
+    holdsSlot = true
+    function.inner.start(input, token: inner!.child, sink: self)
+  }
+
+  /// Reports the cancellation, so that whatever counts this run (an enclosing limit's slot, a
+  /// nested run) hears of its end; the run itself has ended with it already.
+  func turnedAway() {
+    report.fail(CancellationError())
+    leave()
+  }
+
+  /// The queue limit sent it away: it fails with the rejection and started nothing.
+  func rejected(_ error: LimitExceeded) {
+    inner?.link.remove()
+    report.fail(error)
+    leave()
+  }
+
+  func enter() -> Bool { count.enter() }
+
+  func leave() {
+    guard count.leave() else { return }
+    becameQuiet()
+    count.leaveEnclosing()
+  }
+
+  /// Called once, on the thread whose ``leave()`` brings the count to zero.
+  private func becameQuiet() {
+    inner = nil
+    guard holdsSlot else { return }
+    function.gate.leave(
+      weight: function.weight, succeeded: function.countsOutcomes ? succeeded : nil)
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    succeeded = true
+    guard function.deliversFirst else {
+      release()
+      return report.succeed(value)
+    }
+    inner?.link.remove()
+    report.succeed(value)
+    leave()
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    succeeded = false
+    guard function.deliversFirst else {
+      release()
+      return report.fail(error)
+    }
+    inner?.link.remove()
+    report.fail(error)
+    leave()
+  }
+
+  /// First, so that the slot limits this function, not what runs after it. The run's token
+  /// forwards its cancellation here no more: that handler held this object, and this object
+  /// the token, until now.
+  private func release() {
+    inner?.link.remove()
+    leave()
+  }
+}

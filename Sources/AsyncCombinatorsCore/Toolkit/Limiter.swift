@@ -1,0 +1,113 @@
+import AsyncCombinatorsKernel
+
+/// One gate that many functions share: at most so much work in flight at once, or at most so
+/// many starts per period, across every function limited by it.
+///
+/// Make one limiter per backend and limit each function that calls that backend with
+/// ``AsyncFunc/limited(by:weight:file:line:)``. Runs wait in arrival order; a run whose weight
+/// does not fit waits, and the runs behind it wait too, so a large weight is never starved.
+/// No thread is blocked while a run waits, and cancelling a waiting run takes it out of the
+/// queue at once. The ``QueueLimit`` decides when a run is rejected with ``LimitExceeded``
+/// instead of waiting.
+///
+/// ```swift
+/// let backend = Limiter(concurrency: 2)
+/// let search = AsyncFunc<String, String>.sync(name: "search") { "found \($0)" }
+/// let lookup = AsyncFunc<String, String>.sync(name: "lookup") { "saw \($0)" }
+/// print(search.limited(by: backend))
+/// print(try await lookup.limited(by: backend, weight: 2)("x"))
+/// // prints search.limited(by: Limiter(concurrency: 2, queue: unbounded))
+/// // prints saw x
+/// ```
+public final class Limiter: Sendable, CustomStringConvertible {
+  let gate: Admission<LimitedRun>
+  /// The most weight one run may take.
+  let largestWeight: Int
+  /// `Limiter(concurrency: 8, queue: unbounded)`.
+  public let description: String
+
+  /// A limiter of work in flight: at most `concurrency` weight at once.
+  ///
+  /// - Precondition: `concurrency` is at least 1; otherwise the program stops with a message naming
+  ///   the caller's line.
+  /// - Parameters:
+  ///   - concurrency: The most weight in flight at once; at least 1.
+  ///   - queue: How many runs may wait, and for how long.
+  ///   - clock: The clock a ``QueueLimit/wait(_:file:line:)`` limit counts on.
+  ///   - file: The caller's file, named when `concurrency` is out of range.
+  ///   - line: The caller's line, named when `concurrency` is out of range.
+  public init<C: Clock>(
+    concurrency: Int, queue: QueueLimit = .unbounded, clock: C = ContinuousClock(),
+    file: StaticString = #fileID, line: UInt = #line
+  ) where C.Duration == Duration {
+    require(
+      concurrency >= 1, "Limiter(concurrency: \(concurrency)): the concurrency must be at least 1",
+      file: file, line: line)
+    var timed: AdmissionClock?
+    if case .wait = queue.kind { timed = AdmissionClock(clock) }
+    gate = Admission(capacity: concurrency, queue: queue, clock: timed)
+    largestWeight = concurrency
+    description = "Limiter(concurrency: \(concurrency), queue: \(queue))"
+  }
+
+  /// A limiter of starts per period: a run takes its weight in permits when it starts.
+  ///
+  /// - Parameters:
+  ///   - rate: How many permits per period, and how they come back.
+  ///   - queue: How many runs may wait, and for how long.
+  ///   - clock: The clock the rate and a ``QueueLimit/wait(_:file:line:)`` limit count on.
+  public init<C: Clock>(
+    rate: RateLimit, queue: QueueLimit = .unbounded, clock: C = ContinuousClock()
+  ) where C.Duration == Duration {
+    gate = Admission(
+      capacity: .max, queue: queue, rate: RateBudget(rate), clock: AdmissionClock(clock))
+    largestWeight = rate.largestWeight
+    description = "Limiter(rate: \(rate), queue: \(queue))"
+  }
+
+  init(gate: Admission<LimitedRun>, largestWeight: Int, description: String) {
+    self.gate = gate
+    self.largestWeight = largestWeight
+    self.description = description
+  }
+}
+
+extension AsyncFunc {
+  /// Runs this function through `limiter`, which every function limited by it shares.
+  ///
+  /// A run takes `weight` of the limiter's concurrency, or `weight` permits of its rate, when
+  /// it starts. A concurrency slot is held until every callback body the run started has
+  /// called back, as with ``limit(_:file:line:)``, even when the run was cancelled or timed
+  /// out sooner. A run the limiter's queue limit rejects fails with ``LimitExceeded`` and
+  /// starts nothing; a run cancelled while it waits fails with `CancellationError` at once.
+  ///
+  /// ```swift
+  /// let backend = Limiter(concurrency: 4)
+  /// let small = AsyncFunc<Int, Int>.sync(name: "small") { $0 + 1 }.limited(by: backend)
+  /// print(try await small(1))
+  /// // prints 2
+  /// ```
+  ///
+  /// - Precondition: `weight` is from 1 to the limiter's largest weight: its concurrency, or its
+  ///   rate's burst (a token bucket) or permits (a window); otherwise the program stops with a
+  ///   message naming the caller's line.
+  /// - Parameters:
+  ///   - limiter: The shared limiter.
+  ///   - weight: How much of the limiter a run takes; from 1 to the limiter's concurrency
+  ///     (or its burst, for a rate).
+  ///   - file: The caller's file, named when `weight` is out of range.
+  ///   - line: The caller's line, named when `weight` is out of range.
+  /// - Returns: A function with the same input and output, limited.
+  /// - Complexity: O(1) amortized per run to enter and leave the limiter.
+  public func limited(
+    by limiter: Limiter, weight: Int = 1, file: StaticString = #fileID, line: UInt = #line
+  ) -> AsyncFunc {
+    require(
+      weight >= 1 && weight <= limiter.largestWeight,
+      "limited(by:weight: \(weight)): the weight must be from 1 to \(limiter.largestWeight)",
+      file: file, line: line)
+    let call =
+      weight == 1 ? "limited(by: \(limiter))" : "limited(by: \(limiter), weight: \(weight))"
+    return limitedStage(LimitedFunction(limiter.gate, program, weight: weight), call: call)
+  }
+}

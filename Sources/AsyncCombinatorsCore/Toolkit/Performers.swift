@@ -1,0 +1,52 @@
+import AsyncCombinatorsKernel
+import Dispatch
+
+/// Something that runs blocks of work in its own context: a dispatch queue, a Core Data
+/// context's `perform`, a run loop, a test's recording executor.
+///
+/// ``AsyncFunc/on(_:)`` uses it to start a function where the function needs to run.
+///
+/// ```swift
+/// struct ContextPerformer: BlockPerformer {
+///   let context: NSManagedObjectContext
+///   func perform(_ work: @escaping @Sendable () -> Void) { context.perform(work) }
+/// }
+/// ```
+public protocol BlockPerformer: Sendable {
+  /// Runs `work` once, soon, in this performer's context; returns without waiting for it.
+  func perform(_ work: @escaping @Sendable () -> Void)
+}
+
+extension DispatchQueue: BlockPerformer {
+  /// Runs `work` asynchronously on the queue.
+  public func perform(_ work: @escaping @Sendable () -> Void) {
+    async(execute: work)
+  }
+}
+
+extension AsyncFunc {
+  /// Starts this function on `performer`: its body runs in the performer's context.
+  ///
+  /// HoneyBee's `setBlockPerformer`, for one function. What runs after it runs where its
+  /// completion is called; put the next function `on` a performer too when it cares.
+  /// A run cancelled before the performer gets to it never starts.
+  ///
+  /// ```swift
+  /// let show = AsyncFunc<String, Void>.sync(name: "show") { label.text = $0 }
+  /// let onMain = show.on(DispatchQueue.main)
+  /// print(onMain)
+  /// // prints show.on(com.apple.main-thread)
+  /// ```
+  ///
+  /// - Parameter performer: Where to start the body, such as a `DispatchQueue`.
+  /// - Returns: A function with the same input and output that starts on `performer`.
+  public func on(_ performer: some BlockPerformer) -> AsyncFunc {
+    let inner = program
+    let name = (performer as? DispatchQueue)?.label ?? "\(type(of: performer))"
+    let call = "on(\(name))"
+    return AsyncFunc(modifying: inner, call: call) { input, token, report in
+      // A hop: the block starts the inner function, which reports for this stage.
+      performer.perform { inner.start(input, token: token, report: report) }
+    }
+  }
+}

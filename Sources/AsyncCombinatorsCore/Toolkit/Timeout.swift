@@ -1,0 +1,143 @@
+import AsyncCombinatorsKernel
+import Dispatch
+import Synchronization
+
+extension AsyncFunc {
+  /// Fails with ``TimeoutError`` when this function has not completed within `duration` of
+  /// the call, and cancels it.
+  ///
+  /// Whichever comes first wins: the result or the deadline. The deadline, the call's instant
+  /// plus `duration`, is also set on the inner run's token, where bodies read it with
+  /// ``CancellationToken/deadline(on:)`` and where `retry`, `hedged` and rate limits spend the
+  /// same budget; nested timeouts on one clock keep the earliest. When the deadline fires, the
+  /// inner run's token is cancelled with the ``TimeoutError`` as its
+  /// ``CancellationToken/cause``. The deadline is fixed when the
+  /// run of this function starts, so time spent starting counts. A zero duration times out
+  /// anything that does not complete before its start returns. The timer holds no thread and
+  /// is removed when the result arrives or the run is cancelled. The deadline is measured on
+  /// `clock`: a Dispatch timer by default, or a `TestClock` (from `AsyncCombinatorsTesting`)
+  /// that fires when the test advances it. A duration of a century or more (such as
+  /// `.seconds(Int64.max)`) never comes and arms nothing, on every clock.
+  ///
+  /// ```swift
+  /// let slow = AsyncFunc<Int, Int>.async(name: "slow") { x in
+  ///   try await Task.sleep(for: .seconds(10))
+  ///   return x
+  /// }
+  /// let bounded = slow.timeout(.milliseconds(50))
+  /// print(bounded)
+  /// bounded.run(1) { print($0) }
+  /// // prints slow.timeout(0.05 seconds)
+  /// // prints failure(TimeoutError: no result within 0.05 seconds)
+  /// ```
+  ///
+  /// - Precondition: `duration` is not negative; otherwise the program stops with a message naming
+  ///   the caller's line.
+  /// - Parameters:
+  ///   - duration: The time allowed, from the start of the run; not negative.
+  ///   - clock: The clock the deadline is measured on; `ContinuousClock()` unless given.
+  ///   - file: The caller's file, named when `duration` is negative.
+  ///   - line: The caller's line, named when `duration` is negative.
+  /// - Returns: A function with the same input and output, bounded in time.
+  /// - Complexity: O(log *n*) to arm and to remove the timer, for *n* timers pending.
+  public func timeout<C: Clock>(
+    _ duration: Duration, clock: C = ContinuousClock(), file: StaticString = #fileID,
+    line: UInt = #line
+  ) -> AsyncFunc where C.Duration == Duration {
+    require(
+      duration >= .zero, "timeout(\(duration)): the duration must not be negative", file: file,
+      line: line)
+    let program = program
+    let timers = TimerClock(clock)
+    return AsyncFunc(modifying: program, call: "timeout(\(duration))") { input, token, report in
+      let deadline = duration > .zero ? timers.deadline(after: duration) : nil
+      // The deadline goes on the inner run's token, for the bodies and the operators inside.
+      let inner =
+        duration < TimerClock.horizon
+        ? token.makeChild(deadline: clock.now.advanced(by: duration), on: clock).child
+        : token.makeChild().child
+      let race = TimeoutRace(report, duration, inner: inner)
+      program.start(input, token: inner, sink: race)
+      race.started(deadline, run: token)
+    }
+  }
+}
+
+/// Where a `timeout` stage's inner function reports, racing its timer: whichever comes first
+/// completes the stage and cancels the other (the inner run, or the timer).
+///
+/// The inner run gets a child token of the run's, which the race cancels once decided. The
+/// run's cancellation ends the race too, through a handler on the run's token, so that the
+/// timer comes off at once rather than when the inner run answers. `@unchecked Sendable`:
+/// `state` hands `report` to exactly one of the result, the timer and the cancellation, under
+/// its lock.
+private final class TimeoutRace: StageSink, @unchecked Sendable {
+  private enum State {
+    /// Undecided; the timer and the handler on the run's token, once armed.
+    case racing(timer: ScheduledTimer?, registration: CancellationToken.Registration?)
+    case decided
+  }
+
+  private var report: StageReport?
+  private let duration: Duration
+  let inner: CancellationToken
+  private let state = Locked(State.racing(timer: nil, registration: nil))
+
+  /// - Parameter inner: A child of the run's token, for the inner run. Its link is not kept:
+  ///   `inner` is cancelled once decided, which ends it.
+  init(_ report: StageReport, _ duration: Duration, inner: CancellationToken) {
+    self.report = report
+    self.duration = duration
+    self.inner = inner
+  }
+
+  /// The inner run's start has returned: arms the timer, unless the race is decided already;
+  /// without a deadline (a zero duration), times out at once.
+  func started(_ deadline: TimerDeadline?, run token: CancellationToken) {
+    guard let deadline else { return end(TimeoutError(duration: duration)) }
+    if case .decided = state.withLock({ $0 }) { return }
+    let registration = token.onCancel { self.end(CancellationError()) }
+    let timer = deadline.schedule { self.end(TimeoutError(duration: self.duration)) }
+    let armed = state.withLock { state in
+      guard case .racing = state else { return false }
+      state = .racing(timer: timer, registration: registration)
+      return true
+    }
+    guard !armed else { return }
+    timer.cancel()
+    registration.remove()
+  }
+
+  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    let value = value
+    guard decide() else { return }
+    report.take()!.succeed(value)
+  }
+
+  func stageFailed(_ error: any Error, branch _: Int) {
+    guard decide() else { return }
+    report.take()!.fail(error)
+  }
+
+  /// The timer or the run's cancellation came first: the inner run's token gets `error` as
+  /// its cause (the run's own cause, if the run was cancelled).
+  private func end(_ error: any Error) {
+    guard decide(cause: error) else { return }
+    report.take()!.fail(error)
+  }
+
+  /// Claims the win for the first of the result and the timer, and takes the timer back and
+  /// ends the inner run's token: the inner run is over, or stops.
+  private func decide(cause: any Error = CancellationError()) -> Bool {
+    let taken = state.withLock { state -> State? in
+      guard case .racing = state else { return nil }
+      defer { state = .decided }
+      return state
+    }
+    guard case .racing(let timer, let registration)? = taken else { return false }
+    timer?.cancel()
+    registration?.remove()
+    inner.cancel(cause: cause)
+    return true
+  }
+}

@@ -1,0 +1,137 @@
+/// How a modifier runs the function it wraps: as part of its own stage, without a run of its
+/// own when it can.
+///
+/// A wrapped function that is one callback stage (the common case: `fetch.retry(2)`) is
+/// started directly, with a completion that reports to `sink`; a synchronous stage is called
+/// in place. Anything larger gets a nested `Run`, which registers nothing on the token: the
+/// run or join that started the modifier's stage delivers the cancellation itself. Either
+/// way the modifier costs one small object per run, not a run, a registration and closures.
+extension Program {
+  @usableFromInline
+  package func start(_ input: AnyValue, token: CancellationToken, sink: some StageSink, branch: Int = 0) {
+    switch self {
+    case .callback(let stage):
+      guard let start = token.beginStage() else {
+        return sink.stageFailed(CancellationError(), branch: branch)
+      }
+      let completion = StageCompletion(
+        sink: sink, branch: branch, stage: stage, token: token, counted: start.counted)
+      stage.body(input, token, completion)
+    case .modifier(let stage):
+      guard let start = token.beginStage() else {
+        return sink.stageFailed(CancellationError(), branch: branch)
+      }
+      stage.body(input, token, StageReport(sink: sink, branch: branch, counted: start.counted))
+    case .direct, .serial, .sequence:
+      start(input, token: token, report: StageReport(sink: sink, branch: branch, counted: nil))
+    }
+  }
+
+  /// Starts this program as the rest of a modifier's stage: it reports through `report`, and
+  /// takes over the stage's count of work in flight rather than adding one of its own. A
+  /// single callback stage then needs only its own completion, and a modifier inside it none.
+  package func start(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+    switch self {
+    case .callback(let stage):
+      if token.isCancelled { return report.fail(CancellationError()) }
+      let completion = StageCompletion(
+        sink: report.sink, branch: report.branch, stage: stage, token: token,
+        counted: report.counted)
+      stage.body(input, token, completion)
+    case .modifier(let stage):
+      if token.isCancelled { return report.fail(CancellationError()) }
+      stage.body(input, token, report)
+    case .direct(let stage):
+      if token.isCancelled { return report.fail(CancellationError()) }
+      let value: AnyValue
+      do {
+        value = try stage.call(input, observedBy: token.observer)
+      } catch {
+        return report.fail(error)
+      }
+      report.succeed(value)
+    case .serial, .sequence:
+      Run(token: token, ownsCancellation: false) { result in report.complete(result) }
+        .start(self, input)
+    }
+  }
+}
+
+/// A stage allowed to start: the count of bodies in flight it joined, if its token has one.
+struct StageStart {
+  let counted: (any InFlightWork)?
+}
+
+extension CancellationToken {
+  /// Lets a callback or modifier stage start on this token, unless it is cancelled.
+  ///
+  /// The stage joins the token's count of bodies in flight first, then checks: so a limit
+  /// that sees no body in flight and gives its slot back is ordered before the check, which
+  /// then sees the cancellation that ended it. A stage that must not start leaves the count
+  /// again.
+  ///
+  /// - Returns: The stage's start, or `nil` when it must fail with `CancellationError`.
+  func beginStage() -> StageStart? {
+    let counted = inFlight.flatMap { $0.enter() ? $0 : nil }
+    guard isCancelled else { return StageStart(counted: counted) }
+    counted?.leave()
+    return nil
+  }
+}
+
+extension DirectStage {
+  /// Calls the body on `input`, telling `observer`, if any, when it starts and how it ends.
+  func call(_ input: AnyValue, observedBy observer: (any StageObserver)?) throws -> AnyValue {
+    guard let observer else { return try body(input) }
+    let event = StageEvent.begin(shape, observer)
+    do {
+      let value = try body(input)
+      event?.end(.succeeded)
+      return value
+    } catch {
+      event?.end(StageOutcome(error))
+      throw error
+    }
+  }
+}
+
+/// How a library modifier's stage completes: it tells the run or join that started it
+/// directly, and gives back the stage's count of work in flight.
+///
+/// A value, kept by the modifier's own sink object, in place of a `StageCompletion`: the
+/// library's modifiers complete exactly once by construction, so they need no object to
+/// enforce it, and a modifier inside a fold then costs one object per element, not two. A
+/// modifier calls exactly one of these, exactly once.
+@usableFromInline
+package struct StageReport: Sendable {
+  package let sink: any StageSink
+  package let branch: Int
+  /// The count this stage entered when it started, if it runs within one.
+  package let counted: (any InFlightWork)?
+
+  @usableFromInline
+  package func succeed(_ value: consuming AnyValue) {
+    counted?.leave()
+    sink.stageSucceeded(value, branch: branch)
+  }
+
+  @usableFromInline
+  package func fail(_ error: any Error) {
+    counted?.leave()
+    sink.stageFailed(error, branch: branch)
+  }
+
+  package func complete(_ result: AnyResult) {
+    switch result {
+    case .success(let value): succeed(value)
+    case .failure(let error): fail(error)
+    }
+  }
+}
+
+extension StageCompletion: StageSink {
+  @usableFromInline package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    succeed(value)
+  }
+  @usableFromInline package func stageFailed(_ error: any Error, branch _: Int) { fail(error) }
+}

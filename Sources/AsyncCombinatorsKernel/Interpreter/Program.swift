@@ -1,0 +1,191 @@
+import Dispatch
+
+/// A value flowing between stages once their types have been erased.
+@usableFromInline package typealias AnyValue = any Sendable
+@usableFromInline package typealias AnyResult = Result<AnyValue, any Error>
+
+/// What a function is called and where it was made: for diagnostics, descriptions, timelines.
+@usableFromInline
+package struct Label: Sendable {
+  @usableFromInline package var name: String?
+  @usableFromInline package var fileID: String
+  @usableFromInline package var line: Int
+
+  @inlinable
+  package init(name: String?, fileID: String, line: Int) {
+    self.name = name
+    self.fileID = fileID
+    self.line = line
+  }
+
+  /// `name` when given, else `File.swift:12`.
+  package var display: String { name ?? "\(Label.fileName(fileID)):\(line)" }
+
+  package static func fileName(_ fileID: String) -> Substring {
+    fileID.split(separator: "/").last ?? Substring(fileID)
+  }
+}
+
+/// How a stage shows up in `String(describing:)` of the function that contains it.
+@usableFromInline
+package enum Shape: Sendable {
+  /// A primitive stage: its name or where it was made.
+  case stage(Label)
+  /// Plumbing that adds nothing a reader needs to see (the constant stage of `bind`).
+  case hidden
+  /// Branches that run at once, and how the code that made them spelled it: `<>` pairs, while
+  /// `parallel(a, b, c)` and `AsyncFunc.parallel([a, b, c])` have other output types, so each
+  /// describes as written.
+  case parallel(Branches, ParallelSpelling)
+  /// An operation applied to one inner function, shown as the call that made it:
+  /// `fetch.retry(2)`, `(a +> b).timeout(.seconds(1))`.
+  case modified(Program, String)
+}
+
+/// How a fork-join was written, for its description.
+@usableFromInline
+package enum ParallelSpelling: Sendable {
+  /// `a <> b`: a pair.
+  case pairOperator
+  /// `parallel(a, b, c)`: a flat tuple.
+  case tuple
+  /// `AsyncFunc.parallel([a, b, c])`: an array.
+  case array
+}
+
+/// The erased form of every ``AsyncFunc``: a tree the interpreter in `Run` walks with an
+/// explicit stack, so running it never recurses once per stage.
+@usableFromInline
+package enum Program: Sendable {
+  /// A callback stage: it completes through a `StageCompletion`, maybe on another thread.
+  case callback(CallbackStage)
+  /// A synchronous stage that returns or throws; it cannot break the callback contract.
+  case direct(DirectStage)
+  /// A library modifier's stage: like a callback stage, but it reports through a
+  /// `StageReport` rather than a completion object.
+  case modifier(ModifierStage)
+  /// `first +> second`, boxed in a class whose `deinit` takes deep chains apart without
+  /// recursing.
+  case serial(SerialNode)
+  /// The serial fold of an array; empty is the identity.
+  case sequence([Program])
+
+  package var shape: Shape {
+    switch self {
+    case .callback(let stage): stage.shape
+    case .direct(let stage): stage.shape
+    case .modifier(let stage): stage.shape
+    case .serial, .sequence: .hidden
+    }
+  }
+
+  /// `first +> second`.
+  @usableFromInline
+  package static func serial(_ first: Program, _ second: Program) -> Program {
+    .serial(SerialNode(first, second))
+  }
+
+  /// The empty serial fold: completes with its input.
+  package static let identity = Program.sequence([])
+}
+
+/// The two sides of a `+>`.
+///
+/// A left-nested chain of 100,000 `+>` is a tree 100,000 nodes deep. Swift releases nested
+/// enums recursively, which overflows a small stack, so this `deinit` detaches uniquely held
+/// children onto an explicit worklist first: each node then dies with nothing left to release
+/// below it. `first` and `second` are only ever mutated there, on a node nothing else holds,
+/// which is what makes the `@unchecked Sendable` safe.
+@usableFromInline
+package final class SerialNode: @unchecked Sendable {
+  private(set) var first: Program
+  private(set) var second: Program
+
+  package init(_ first: Program, _ second: Program) {
+    self.first = first
+    self.second = second
+  }
+
+  deinit {
+    var pending: [SerialNode] = []
+    Self.detach(&first, into: &pending)
+    Self.detach(&second, into: &pending)
+    // Each node is released here, childless, so its own `deinit` has nothing to walk.
+    while let node = pending.popLast() {
+      Self.detach(&node.first, into: &pending)
+      Self.detach(&node.second, into: &pending)
+    }
+  }
+
+  /// Moves `program`'s node onto `pending` when this is its last reference.
+  private static func detach(_ program: inout Program, into pending: inout [SerialNode]) {
+    // Matched without binding first, then taken out: a `switch` on `program` would hold a
+    // reference of its own in an unoptimized build, and no node would look unique.
+    guard case .serial = program else { return }
+    guard case .serial(var node) = consume program else { fatalError() }
+    program = .identity  // Leaves `node` as the only reference, if nothing else shares it.
+    if isKnownUniquelyReferenced(&node) { pending.append(node) }
+  }
+}
+
+/// A function written as a callback body: it completes through a `StageCompletion`, maybe on
+/// another thread.
+@usableFromInline
+package final class CallbackStage: Sendable {
+  /// The stage's shape: what descriptions and timeline events call it.
+  package let shape: Shape
+  package let label: Label
+  package let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+
+  @usableFromInline
+  package init(
+    shape: Shape, label: Label,
+    body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+  ) {
+    self.shape = shape
+    self.label = label
+    self.body = body
+  }
+}
+
+@usableFromInline
+package final class ModifierStage: Sendable {
+  package let shape: Shape
+  package let body: @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+
+  package init(shape: Shape, body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void) {
+    self.shape = shape
+    self.body = body
+  }
+}
+
+@usableFromInline
+package final class DirectStage: Sendable {
+  package let shape: Shape
+  package let label: Label
+  package let body: @Sendable (AnyValue) throws -> AnyValue
+
+  @usableFromInline
+  package init(shape: Shape, label: Label, body: @escaping @Sendable (AnyValue) throws -> AnyValue) {
+    self.shape = shape
+    self.label = label
+    self.body = body
+  }
+}
+
+/// Takes a value back out of its erased form.
+///
+/// The interpreter only ever hands a stage the output of the stage before it, so the dynamic
+/// type is `Value` by construction. Opening the existential and reinterpreting skips the
+/// general-purpose `as!` machinery, which costs more than a whole synchronous stage. The one
+/// exception is a `Value` that is itself an existential, such as the `any Error` a
+/// `recover(with:)` fallback takes: boxing opens it to the concrete type inside, so that case
+/// (told apart by one comparison of type metadata) takes the checked cast.
+@inlinable
+package func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
+  func open<Contained>(_ contained: Contained) -> Value {
+    guard Contained.self == Value.self else { return contained as! Value }
+    return unsafeBitCast(contained, to: Value.self)
+  }
+  return open(value)
+}

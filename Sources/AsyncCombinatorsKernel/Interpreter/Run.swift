@@ -1,0 +1,437 @@
+import Dispatch
+import Synchronization
+
+/// One execution of a `Program`: an interpreter that walks the tree with an explicit stack.
+///
+/// A stage that completes on the thread that started it, before its body returns, leaves its
+/// value in `slot` and the loop goes on (a trampoline), so a million synchronous stages use one
+/// stack frame. A stage that completes later, on any thread, resumes the loop on that thread.
+///
+/// Only the thread holding the baton touches `baton` and `slot`. The baton passes from the
+/// driving thread to a completing thread through the `phase` compare-exchange (acquire and
+/// release); a completion on the driving thread itself, recognised by `drivingThread`, needs no
+/// handoff at all. That is what makes the `@unchecked Sendable` below safe.
+@usableFromInline
+package final class Run: StageSink, @unchecked Sendable {
+  private enum Frame {
+    /// Run this program next.
+    case program(Program)
+    /// Run element `index` of a sequence next, then the ones after it.
+    case sequence([Program], index: Int)
+  }
+
+  private enum Phase {
+    /// A callback stage is running and has not completed.
+    static let running: UInt8 = 0
+    /// The starting thread returned first; the completing thread continues the loop.
+    static let suspended: UInt8 = 1
+    /// The stage succeeded before its body returned; the starting thread continues the loop
+    /// with the value in `slot`.
+    static let succeededInline: UInt8 = 2
+    /// The stage failed before its body returned; the error is in `baton.failure`.
+    static let failedInline: UInt8 = 3
+  }
+
+  package let token: CancellationToken
+  private let finished = Atomic<Bool>(false)
+  private let phase = Atomic<UInt8>(Phase.running)
+  /// The thread inside a stage body right now, or 0. Only that thread can ever read its own
+  /// identity here, so a relaxed load suffices to recognise an inline completion.
+  private let drivingThread = Atomic<UInt>(0)
+  /// The state that travels with the baton. Behind a pointer rather than in `var`s because
+  /// the baton protocol, not Swift's exclusivity checks, keeps its accesses apart, and those
+  /// checks would cost more than the rest of a synchronous stage (the benchmark's serial
+  /// `.sync` row).
+  private let baton: UnsafeMutablePointer<Baton>
+  /// Uninitialized except between a stage succeeding inline and the loop moving the value
+  /// out: initializing and moving, never assigning, keeps value witnesses off the hot path.
+  private let slot: UnsafeMutablePointer<AnyValue>
+  private let onFinish: @Sendable (AnyResult) -> Void
+  private var cancelRegistration: CancellationToken.Registration?
+
+  private struct Baton {
+    /// Where the loop stands, parked here while a stage runs asynchronously.
+    var parked = Position()
+    /// The failure of a stage that failed before its body returned (`Phase.failedInline`).
+    var failure: (any Error)?
+    /// Set by a completion that ran on the driving thread inside the stage body.
+    var completedInline = Phase.running
+  }
+
+  /// What remains to run after the current stage: the sequence being walked (kept out of the
+  /// stack, so a flat fold costs one index increment per stage) and the frames outside it.
+  private struct Position {
+    var sequence: [Program] = []
+    var index = 0
+    var stack: [Frame] = []
+
+    /// Makes the rest of the current sequence a frame, so `frame` can go in front of it.
+    mutating func push(_ frame: Frame) {
+      if index < sequence.count {
+        stack.append(.sequence(sequence, index: index))
+        sequence = []
+        index = 0
+      }
+      stack.append(frame)
+    }
+
+    mutating func enter(_ programs: [Program]) -> Program? {
+      guard let first = programs.first else { return nil }
+      if index < sequence.count { stack.append(.sequence(sequence, index: index)) }
+      sequence = programs
+      index = 1
+      return first
+    }
+
+    mutating func next() -> Program? {
+      while true {
+        if index < sequence.count {
+          defer { index += 1 }
+          return sequence[index]
+        }
+        switch stack.popLast() {
+        case nil:
+          return nil
+        case .program(let program)?:
+          return program
+        case .sequence(let programs, let resumeAt)?:
+          sequence = programs
+          index = resumeAt
+        }
+      }
+    }
+  }
+
+  /// - Parameters:
+  ///   - ownsCancellation: Whether cancelling the token finishes this run at once. Branches of a
+  ///     fork-join leave that to the join, which spares a registration per branch.
+  @usableFromInline
+  package init(
+    token: CancellationToken, ownsCancellation: Bool,
+    onFinish: @escaping @Sendable (AnyResult) -> Void
+  ) {
+    self.token = token
+    self.onFinish = onFinish
+    baton = .allocate(capacity: 1)
+    baton.initialize(to: Baton())
+    slot = .allocate(capacity: 1)
+    if ownsCancellation {
+      // Strong on purpose: a weak reference would give every run a side table and slow each
+      // retain. `finish` removes the registration, which breaks the cycle.
+      cancelRegistration = token.onCancel { self.finish(.failure(CancellationError())) }
+    }
+  }
+
+  deinit {
+    baton.deinitialize(count: 1)
+    baton.deallocate()
+    slot.deallocate()
+  }
+
+  @usableFromInline
+  package func start(_ program: Program, _ input: AnyValue) {
+    drive(program, input, from: Position())
+  }
+
+  // MARK: The loop
+
+  /// Runs stages until one suspends or the program ends. `position` is a local, not a
+  /// property, so the hot loop pays no exclusivity checks; it is parked on suspension.
+  ///
+  /// `start` is consumed: a borrowed position would leave the caller's reference to its stack
+  /// alive, and the loop's first pop would then copy the whole stack, once per resumption: a
+  /// long chain would cost time quadratic in its length.
+  private func drive(_ first: Program, _ input: AnyValue, from start: consuming Position) {
+    var position = consume start
+    var node = first
+    var value = input
+    /// The last stage's completion, kept for the next stage when nothing else holds it.
+    var spare: StageCompletion?
+    while true {
+      // Consumed: each case owns its payload rather than retaining a copy, and every path
+      // sets `node` again before the next turn.
+      switch consume node {
+      case .serial(let pair):
+        position.push(.program(pair.second))
+        node = pair.first
+        continue
+      case .sequence(let programs):
+        if let head = position.enter(programs) {
+          node = head
+          continue
+        }
+      case .direct(let stage):
+        if token.isCancelled { return finish(.failure(CancellationError())) }
+        do {
+          value = try stage.call(value, observedBy: token.observer)
+        } catch {
+          return finish(.failure(error))
+        }
+      case .callback(let stage):
+        guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
+        var completion: StageCompletion
+        if let recycled = spare.take() {
+          recycled.recycle(for: stage, token: token, counted: start.counted)
+          completion = recycled
+        } else {
+          completion = StageCompletion(
+            sink: self, branch: 0, stage: stage, token: token, counted: start.counted)
+        }
+        guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
+        else { return }  // The completion, whenever it comes, resumes the loop.
+        // If the user's copy of the closure is gone too, reuse the object for the next stage.
+        if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
+        guard outcome == Phase.succeededInline else {
+          return finish(.failure(baton.pointee.failure.take()!))
+        }
+        value = slot.move()
+      case .modifier(let stage):
+        guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
+        let report = StageReport(sink: self, branch: 0, counted: start.counted)
+        guard let outcome = call(parking: &position, { stage.body(value, token, report) })
+        else { return }
+        guard outcome == Phase.succeededInline else {
+          return finish(.failure(baton.pointee.failure.take()!))
+        }
+        value = slot.move()
+      }
+      guard let next = position.next() else { return finish(.success(value)) }
+      node = next
+    }
+  }
+
+  /// Calls a stage body that reports to this run, with `position` parked while it runs.
+  ///
+  /// Returns how the stage ended if it completed before its body returned, with `position`
+  /// back; `nil` if it is still running, in which case its completion resumes the loop on
+  /// whatever thread calls it, and the caller must touch the run no more.
+  @inline(__always)
+  private func call(parking position: inout Position, _ body: () -> Void) -> UInt8? {
+    phase.store(Phase.running, ordering: .relaxed)
+    baton.pointee.completedInline = Phase.running
+    swap(&baton.pointee.parked, &position)
+    drivingThread.store(currentThreadID(), ordering: .relaxed)
+    body()
+    drivingThread.store(0, ordering: .relaxed)
+    var outcome = baton.pointee.completedInline
+    if outcome == Phase.running {
+      let (exchanged, original) = phase.compareExchange(
+        expected: Phase.running, desired: Phase.suspended, ordering: .acquiringAndReleasing)
+      if exchanged { return nil }
+      outcome = original  // Another thread completed the stage before the body returned.
+    }
+    swap(&baton.pointee.parked, &position)
+    return outcome
+  }
+
+  /// Called at most once per callback stage, by its `StageCompletion`.
+  @usableFromInline
+  package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+    if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
+    slot.initialize(to: value)
+    if drivingThread.load(ordering: .relaxed) == currentThreadID() {
+      baton.pointee.completedInline = Phase.succeededInline
+      return
+    }
+    if phase.compareExchange(
+      expected: Phase.running, desired: Phase.succeededInline, ordering: .acquiringAndReleasing
+    ).exchanged {
+      return  // The starting thread is still in `drive` and moves the value out of `slot`.
+    }
+    var position = Position()
+    swap(&baton.pointee.parked, &position)
+    guard let next = position.next() else { return finish(.success(slot.move())) }
+    drive(next, slot.move(), from: consume position)
+  }
+
+  /// Called at most once per callback stage, by its `StageCompletion`.
+  @usableFromInline
+  package func stageFailed(_ error: any Error, branch _: Int) {
+    if finished.load(ordering: .acquiring) { return }
+    baton.pointee.failure = error
+    if drivingThread.load(ordering: .relaxed) == currentThreadID() {
+      baton.pointee.completedInline = Phase.failedInline
+      return
+    }
+    if phase.compareExchange(
+      expected: Phase.running, desired: Phase.failedInline, ordering: .acquiringAndReleasing
+    ).exchanged {
+      return
+    }
+    baton.pointee.failure = nil
+    finish(.failure(error))
+  }
+
+  private func finish(_ result: AnyResult) {
+    guard !finished.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    // A cancelled token has dropped its handlers already, and the thread running them may not
+    // have seen `cancelRegistration` written: only a finish that is not a cancellation (on the
+    // thread holding the baton, which did see it) reads it.
+    if !token.hasRunItsHandlers { cancelRegistration?.remove() }
+    // Once the token is cancelled the run's outcome is cancellation, whatever a stage delivered
+    // meanwhile: that holds even while other handlers on the token are still running, before
+    // this run's own handler has had its turn.
+    if token.isCancelled, case .success = result {
+      return onFinish(.failure(CancellationError()))
+    } else if token.isCancelled, case .failure(let error) = result, !(error is CancellationError) {
+      return onFinish(.failure(CancellationError()))
+    }
+    onFinish(result)
+  }
+}
+
+/// Where a callback stage's completion goes: the run it belongs to, or the fork-join that
+/// started it directly as one of its branches.
+@usableFromInline
+package protocol StageSink: AnyObject, Sendable {
+  func stageSucceeded(_ value: consuming AnyValue, branch: Int)
+  func stageFailed(_ error: any Error, branch: Int)
+}
+
+/// The completion handed to one callback stage: it enforces exactly-once.
+///
+/// A second call is dropped and reported; a completion released uncalled fails the run with
+/// ``ContractViolation`` (from `deinit`, so it costs nothing on the normal path).
+///
+/// `stage`, `traced` and `counted` are reassigned only when the driving loop
+/// recycles the object for the next stage, which it does only while it holds the sole reference
+/// (`isKnownUniquelyReferenced` after the stage completed inline): no other thread can then be
+/// reading them. That is what makes the `@unchecked Sendable` safe; `called` is atomic.
+@usableFromInline
+package final class StageCompletion: @unchecked Sendable {
+  private let sink: any StageSink
+  /// Which branch of a fork-join this stage is; 0 for a stage of a `Run`.
+  private let branch: Int
+  fileprivate var stage: CallbackStage
+  private let called = Atomic<Bool>(false)
+  /// The count of bodies in flight this stage was counted in, left when it calls back or is
+  /// released uncalled.
+  private var counted: (any InFlightWork)?
+  /// While traced: the stage's event, and the handler that ends it when the run is cancelled.
+  private var traced: TracedStage?
+
+  /// - Parameter counted: The count of bodies in flight that has already counted this stage.
+  package init(
+    sink: any StageSink, branch: Int, stage: CallbackStage, token: CancellationToken,
+    counted: (any InFlightWork)?
+  ) {
+    self.sink = sink
+    self.branch = branch
+    self.stage = stage
+    self.counted = counted
+    if token.observer != nil { traced = TracedStage.begin(stage, token) }
+  }
+
+  /// Readies a completion whose previous stage completed and whose closure is gone.
+  fileprivate func recycle(
+    for stage: CallbackStage, token: CancellationToken, counted: (any InFlightWork)?
+  ) {
+    self.stage = stage
+    self.counted = counted
+    if token.observer != nil { traced = TracedStage.begin(stage, token) }
+    called.store(false, ordering: .relaxed)
+  }
+
+  /// Whether the stage has completed, read by the loop once it holds the only reference and
+  /// before it recycles the object. The acquire pairs with the release in `claim()`'s report
+  /// of a second call, which reads `stage`: a caller that reported is ordered before the
+  /// recycling that rewrites it, on any memory model and in ThreadSanitizer's eyes, not only
+  /// through the reference count.
+  fileprivate var isSettled: Bool { called.load(ordering: .acquiring) }
+
+  private func claim() -> Bool {
+    guard !called.exchange(true, ordering: .acquiringAndReleasing) else {
+      ContractViolation.report(ContractViolation(.completionCalledTwice, stage.label))
+      called.store(true, ordering: .releasing)  // Done reading `stage`; see `isSettled`.
+      return false
+    }
+    return true
+  }
+
+  @usableFromInline
+  package func succeed(_ value: consuming AnyValue) {
+    guard claim() else { return }
+    traced.take()?.end(.succeeded)
+    counted?.leave()
+    sink.stageSucceeded(value, branch: branch)
+  }
+
+  @usableFromInline
+  package func fail(_ error: any Error) {
+    guard claim() else { return }
+    traced.take()?.end(StageOutcome(error))
+    counted?.leave()
+    sink.stageFailed(error, branch: branch)
+  }
+
+  package func complete(_ result: AnyResult) {
+    switch result {
+    case .success(let value): succeed(value)
+    case .failure(let error): fail(error)
+    }
+  }
+
+  /// The typed completion that a stage body hands to user code.
+  @inlinable
+  package func typed<Output: Sendable>(_: Output.Type = Output.self)
+    -> @Sendable (Result<Output, any Error>) -> Void
+  {
+    { result in
+      switch result {
+      case .success(let value): self.succeed(value)
+      case .failure(let error): self.fail(error)
+      }
+    }
+  }
+
+  deinit {
+    guard !called.load(ordering: .acquiring) else { return }
+    // Off the releasing thread: it may be inside user code that holds its own locks.
+    let (sink, branch) = (sink, branch)
+    let violation = ContractViolation(.completionNeverCalled, stage.label)
+    let (traced, counted) = (traced, counted)
+    traced?.stopWatching()
+    DispatchQueue.global().async {
+      traced?.end(.failed)
+      // Released uncalled, the body is over as far as any limit is concerned; leaving the
+      // count may start the next waiter's work, which must not run inside the releasing
+      // thread either.
+      counted?.leave()
+      sink.stageFailed(violation, branch: branch)
+    }
+  }
+}
+
+/// A traced callback stage's event, and the handler that ends it when its run is cancelled.
+///
+/// `cancelWatch` is written once, when the stage begins and before its body runs, and taken
+/// when the stage ends, after its completion has claimed the call: the body's hand-off of the
+/// completion orders the two, which is what makes the `@unchecked Sendable` safe.
+final class TracedStage: @unchecked Sendable {
+  private let event: StageEvent
+  private var cancelWatch: CancellationToken.Registration?
+
+  private init(_ event: StageEvent) { self.event = event }
+
+  static func begin(_ stage: CallbackStage, _ token: CancellationToken) -> TracedStage? {
+    guard let observer = token.observer,
+      let event = StageEvent.begin(stage.shape, observer)
+    else { return nil }
+    let traced = TracedStage(event)
+    // Unretained: a handler runs only inside the token's own `cancel()`, while it lives, and a
+    // token holding a handler that holds it would never be freed.
+    let cancelled = Unmanaged.passUnretained(token)
+    traced.cancelWatch = token.onCancel {
+      event.cancelled(cause: cancelled._withUnsafeGuaranteedRef { $0.cause } ?? CancellationError())
+    }
+    return traced
+  }
+
+  /// Ends the event with the stage's own outcome.
+  func end(_ outcome: StageOutcome) {
+    stopWatching()
+    event.end(outcome)
+  }
+
+  func stopWatching() { cancelWatch.take()?.remove() }
+}
