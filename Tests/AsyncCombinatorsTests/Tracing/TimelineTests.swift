@@ -326,12 +326,12 @@ extension Timeline.Span: SpanBeforeDurations {}
     let clock = TestClock()
     let timeline = Timeline(clock: clock)
     let (fetch, decode) = (StageRecord(id: 1, name: "fetch"), StageRecord(id: 2, name: "decode"))
-    timeline.stageStarted(fetch)
+    timeline.observe(.stageStarted(fetch))
     clock.advance(by: .milliseconds(20))
-    timeline.stageEnded(fetch, outcome: .succeeded)
-    timeline.stageStarted(decode)
+    timeline.observe(.stageEnded(fetch, outcome: .succeeded))
+    timeline.observe(.stageStarted(decode))
     clock.advance(by: .milliseconds(20))
-    timeline.stageEnded(decode, outcome: .failed)
+    timeline.observe(.stageEnded(decode, outcome: .failed))
     #expect(
       timeline.renderGantt(width: 8)
         == """
@@ -348,11 +348,10 @@ extension Timeline.Span: SpanBeforeDurations {}
   private final class Problems: RunObserver {
     let failed = Recorder<String>()
     let cancelled = Recorder<String>()
-    func stageStarted(_ stage: StageRecord) {}
-    func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-      if outcome == .failed { failed.record(stage.name) }
+    func observe(_ event: RunEvent) {
+      if event.kind == .stageEnded, event.outcome == .failed { failed.record(event.subject) }
+      if event.kind == .stageCancelled { cancelled.record(event.subject) }
     }
-    func stageCancelled(_ stage: StageRecord) { cancelled.record(stage.name) }
   }
 
   @Test func an_observer_of_your_own_can_be_unit_tested_with_records() {
@@ -362,11 +361,11 @@ extension Timeline.Span: SpanBeforeDurations {}
       StageRecord(id: 3, name: "sync")
     )
     #expect(load.id == 1 && load.name == "load")
-    for stage in [load, save, sync] { problems.stageStarted(stage) }
-    problems.stageEnded(load, outcome: .succeeded)
-    problems.stageEnded(save, outcome: .failed)
-    problems.stageCancelled(sync)
-    problems.stageCalledBackAfterCancellation(sync, outcome: .succeeded)  // the default ignores
+    for stage in [load, save, sync] { problems.observe(.stageStarted(stage)) }
+    problems.observe(.stageEnded(load, outcome: .succeeded))
+    problems.observe(.stageEnded(save, outcome: .failed))
+    problems.observe(.stageCancelled(sync))
+    problems.observe(.stageCalledBackAfterCancellation(sync, outcome: .succeeded))  // ignored
     #expect(problems.failed.all == ["save"])
     #expect(problems.cancelled.all == ["sync"])
   }
