@@ -34,7 +34,7 @@ public protocol RunObserver: AnyObject, Sendable, _RunObserverMethods {
   ///
   /// An observer tests the kinds it knows (`event.kind == .stageEnded`) and reads their values
   /// from the event's typed properties; kinds it does not know it ignores or shows by their
-  /// ``RunEvent/Kind/name``. By default, calls the method of ``_RunObserverMethods`` that
+  /// ``RunEvent/Kind/name``. By default, calls the method of `_RunObserverMethods` that
   /// stands for the event, if there is one.
   ///
   /// - Parameter event: What happened.
@@ -87,7 +87,7 @@ public protocol RunObserver: AnyObject, Sendable, _RunObserverMethods {
 }
 
 extension RunObserver {
-  /// Calls the method of ``_RunObserverMethods`` that stands for `event`, so that an observer
+  /// Calls the method of `_RunObserverMethods` that stands for `event`, so that an observer
   /// written for those methods receives what it always did; ignores kinds that have none.
   public func observe(_ event: RunEvent) {
     event.forward(to: self)

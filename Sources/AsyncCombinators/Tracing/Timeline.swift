@@ -267,7 +267,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// Every span recorded so far, in the order the stages started.
   public var spans: [Span] { state.withLock { $0.spans } }
 
-  /// Every retry and hedge recorded so far, in the order they happened.
+  /// Every event recorded so far other than a stage's start or end (retries, hedges, a
+  /// breaker's changes, kinds added since), in the order they happened.
   public var marks: [Mark] { state.withLock { $0.marks } }
 
   /// Records an event: a stage's start or end in its span, anything else as a mark.
@@ -410,10 +411,11 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// and where the stage started and, when different, completed. A stage that succeeded is
   /// drawn with `█`, a failed one with `▓`, a cancelled one with `▒` (ending when its run
   /// cancelled it), one still running with `░`; `×` marks the moment a cancelled stage called
-  /// back anyway, a call the run ignored. After the stages, one row per retry or hedge marks
+  /// back anyway, a call the run ignored. After the stages, one row per other event marks
   /// its moment: `↻` a retry about to wait (the row names the failed attempt, then the wait
-  /// and the retry), `⑂` a hedge starting (then the hedged function); a last line, the
-  /// legend, then says what each of those marks means.
+  /// and the retry), `⑂` a hedge starting (then the hedged function), `•` any other kind,
+  /// the row named by the kind's name (then the event's values and whom it concerns); a last
+  /// line, the legend, then says what each of those marks means.
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -424,7 +426,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   ///
   /// - Parameter width: The number of columns the time axis spans.
   /// - Returns: The chart, one line per stage after a header line, then the rows of the
-  ///   retries and hedges and their legend, if any; without a trailing newline.
+  ///   other events and their legend, if any; without a trailing newline.
   /// - Complexity: O(*n* × `width`) for *n* spans.
   public func renderGantt(width: Int = 48) -> String {
     let (spans, marks) = state.withLock { ($0.spans, $0.marks) }
@@ -484,8 +486,8 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// Writes the timeline as a Mermaid `gantt` diagram, for Markdown that renders Mermaid.
   ///
   /// Times are milliseconds from the first start; failed stages are marked `crit`, cancelled
-  /// ones `done`, stages still running `active`. Retries and hedges follow as milestones, in a
-  /// section of their own.
+  /// ones `done`, stages still running `active`. Retries, hedges and other events follow as
+  /// milestones named by their kind, in a section of their own.
   ///
   /// ```swift
   /// print(timeline.renderMermaid(title: "processImageData"))
@@ -527,8 +529,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
 
   /// Draws the timeline as a standalone SVG image: one labelled bar per stage.
   ///
-  /// Failed stages are red, stages still running grey. Retries and hedges follow, one row
-  /// each with its mark at its moment, and the legend under them.
+  /// Failed stages are red, stages still running grey. Retries, hedges and other events
+  /// follow, one row each, named by its kind, with its mark at its moment, and the legend
+  /// under them.
   ///
   /// ```swift
   /// try timeline.renderSVG().write(toFile: "timeline.svg", atomically: true, encoding: .utf8)

@@ -134,9 +134,9 @@ import Testing
 
   final class Watch: RunObserver {
     let hedges = Recorder<String>()
-    func stageStarted(_ stage: StageRecord) {}
-    func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
-    func hedgeStarted(_ stage: String, hedge: Int) { hedges.record("\(stage) \(hedge)") }
+    func observe(_ event: RunEvent) {
+      if let hedge = event.hedge { hedges.record("\(event.subject) \(hedge)") }
+    }
   }
 
   @Test func an_observer_hears_each_hedge_start() {

@@ -109,8 +109,9 @@ import Testing
   @Test func a_traced_stage_starts_when_the_performer_runs_it_not_while_it_waits() async throws {
     final class Starts: RunObserver {
       let names = Recorder<String>()
-      func stageStarted(_ stage: StageRecord) { names.record(stage.name) }
-      func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
+      func observe(_ event: RunEvent) {
+        if event.kind == .stageStarted { names.record(event.subject) }
+      }
     }
     let performer = HeldPerformer()
     let starts = Starts()

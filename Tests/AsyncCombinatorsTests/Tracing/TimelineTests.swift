@@ -82,13 +82,17 @@ import Testing
   @Test func a_run_cancelling_its_stage_says_so_apart_from_the_stages_own_end() async {
     final class Recorder: RunObserver {
       let events = Locked<[String]>([])
-      func stageStarted(_ stage: StageRecord) { events.withLock { $0.append("start") } }
-      func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-        events.withLock { $0.append("end \(outcome)") }
-      }
-      func stageCancelled(_ stage: StageRecord) { events.withLock { $0.append("cancelled") } }
-      func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {
-        events.withLock { $0.append("late \(outcome)") }
+      func observe(_ event: RunEvent) {
+        let outcome = event.outcome.map { "\($0)" } ?? "none"
+        let line =
+          switch event.kind {
+          case .stageStarted: "start"
+          case .stageEnded: "end \(outcome)"
+          case .stageCancelled: "cancelled"
+          case .stageCalledBackAfterCancellation: "late \(outcome)"
+          default: "other \(event.kind)"
+          }
+        events.withLock { $0.append(line) }
       }
     }
     let parked = ParkedCompletion<Int>()
