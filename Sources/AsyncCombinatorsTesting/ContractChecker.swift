@@ -316,7 +316,21 @@ final class RunProbe: RunObserver {
     return now - cancelledAt > lateness
   }
 
-  func stageStarted(_ stage: StageRecord) {
+  func observe(_ event: RunEvent) {
+    guard let stage = event.stage else { return }
+    switch event.kind {
+    case .stageStarted: started(stage)
+    // The body's own call, even when it completed with cancellation; or, late, the body's own
+    // call, which the run ignored.
+    case .stageEnded, .stageCalledBackAfterCancellation:
+      if let outcome = event.outcome { bodyEnded(stage, outcome) }
+    // The run cancelled a running stage: its body has not called back yet. It stays open
+    // until it calls back late, or forever if it never does.
+    default: break
+    }
+  }
+
+  private func started(_ stage: StageRecord) {
     let now = clock.now
     state.withLock { state in
       state.open[stage.id] = stage.name
@@ -326,19 +340,6 @@ final class RunProbe: RunObserver {
           (.stageStartedAfterCancellation, stage.name, "started \(now - state.cancelledAt!) after"))
       }
     }
-  }
-
-  func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-    bodyEnded(stage, outcome)  // The body's own call, even when it completed with cancellation.
-  }
-
-  func stageCancelled(_: StageRecord) {
-    // The run cancelled a running stage: its body has not called back yet. It stays open
-    // until it does (`stageCalledBackAfterCancellation`), or forever if it never does.
-  }
-
-  func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {
-    bodyEnded(stage, outcome)  // The body's own call, which the run ignored.
   }
 
   /// The stage's body called back (or released its completion): judged against the time of

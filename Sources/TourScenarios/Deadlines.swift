@@ -122,7 +122,9 @@ extension Tour {
     }
     // The timeline's own account of why: the retry given up, and the cause of the cancel.
     var log = timeline.marks.compactMap { mark -> String? in
-      guard case .retryGaveUp(let attempt, let wait) = mark.kind else { return nil }
+      guard mark.kind.event == .retryGaveUpAtDeadline, let attempt = mark.kind.attempt,
+        let wait = mark.kind.wait
+      else { return nil }
       return "at \(mark.time) the retry gave up after attempt \(attempt): a wait of \(wait) "
         + "would pass the deadline"
     }

@@ -44,7 +44,8 @@ extension Tour {
       jitter: .equal) the third attempt succeeds: each ↻ row marks a retry about to wait. \
       Under a circuit breaker (half of at least two calls failed: open for 30 s), two \
       failures open it, the next call fails fast without reaching the service, and after \
-      the break one probe goes through and closes it.
+      the break one probe goes through and closes it: each • row is one of the breaker's \
+      events, named by its kind (a change of state, a call turned away).
       """
   ) {
     let retried = paymentService(failures: 2)

@@ -1,8 +1,8 @@
+import AsyncCombinators
 import Synchronization
 import Testing
 import TourScenarios
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

@@ -169,8 +169,12 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
       BrokenCircuitError(breaker: name, retryAfter: $0.retryAfter, probing: $0.probing)
     }
     if let observer {
-      if let change { observer.circuitBreakerChanged(self, from: change.from, to: change.to) }
-      if case .failure(let error) = admission { observer.runRejected(by: self, error: error) }
+      if let change {
+        observer.observe(.circuitBreakerChanged(self, from: change.from, to: change.to))
+      }
+      if case .failure(let error) = admission {
+        observer.observe(.runRejected(by: self, error: error))
+      }
     }
     return admission
   }
@@ -187,7 +191,7 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
     let time = now()
     let change = changing { $0.record(ticket, outcome, at: time) }
     if let observer, let change {
-      observer.circuitBreakerChanged(self, from: change.from, to: change.to)
+      observer.observe(.circuitBreakerChanged(self, from: change.from, to: change.to))
     }
   }
 }

@@ -201,7 +201,7 @@ private final class HedgedRun: StageSink {
     }
     superseded?.takeBack(from: token)
     if number > 0, let observer = token.runObserver {
-      observer.hedgeStarted(Program.modified(plan.inner, plan.call), hedge: number)
+      observer.observe(.hedgeStarted(Program.modified(plan.inner, plan.call), hedge: number))
     }
     if waits && number < plan.maxHedges { wait(before: number + 1) }
     plan.inner.start(input, token: attempt.token, sink: self, branch: number)

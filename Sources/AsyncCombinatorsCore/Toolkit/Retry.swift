@@ -202,13 +202,15 @@ final class RetryLoop: StageSink {
     let wait = state.withLock { policy.wait(after: error, waits: &$0.waits) }
     // The run's budget would run out during the wait: end now, with the error to retry.
     if policy.clock.waitPassesDeadline(wait, on: token) {
-      token.runObserver?.retryGaveUpAtDeadline(
-        Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error)
+      token.runObserver?.observe(
+        .retryGaveUpAtDeadline(
+          Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error))
       return report.fail(error)
     }
     if let observer = token.runObserver {
-      observer.retryWillWait(
-        Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error)
+      observer.observe(
+        .retryWillWait(
+          Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error))
     }
     retry(after: wait)
   }

@@ -103,32 +103,120 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
   }
 
-  /// A moment of note between stages: a retry about to wait, a hedge starting.
+  /// A moment of note between stages: a retry about to wait, a hedge starting, a breaker
+  /// changing state, or any other event that is not a stage's start or end.
   public struct Mark: Sendable, Hashable {
-    /// What happened.
-    public enum Kind: Sendable, Hashable {
+    /// What happened: the event's kind, and the values the timeline draws.
+    ///
+    /// The timeline draws the kinds it knows with a glyph of their own (`↻` a retry about to
+    /// wait, `⏹` one given up, `⑂` a hedge) and any other by its name, with its
+    /// ``detail``: a kind added after the timeline was written is drawn all the same.
+    public struct Kind: Sendable, Hashable, CustomStringConvertible {
+      /// The event's kind.
+      public let event: RunEvent.Kind
+      /// The number of the attempt that failed, for a retry; otherwise `nil`.
+      public let attempt: Int?
+      /// The wait before the next attempt, for a retry; otherwise `nil`.
+      public let wait: Duration?
+      /// The hedge's number (from 1), for a hedge; otherwise `nil`.
+      public let hedge: Int?
+      /// The event's values in a few words (`closed → open`), for a kind drawn by its name;
+      /// otherwise `nil`.
+      public let detail: String?
+
+      /// A mark of `event`'s kind, drawn by its name with `detail` beside it.
+      ///
+      /// - Parameters:
+      ///   - event: The event's kind.
+      ///   - detail: The event's values, in a few words.
+      public init(_ event: RunEvent.Kind, detail: String? = nil) {
+        self.init(event: event, attempt: nil, wait: nil, hedge: nil, detail: detail)
+      }
+
+      private init(
+        event: RunEvent.Kind, attempt: Int?, wait: Duration?, hedge: Int?, detail: String?
+      ) {
+        self.event = event
+        self.attempt = attempt
+        self.wait = wait
+        self.hedge = hedge
+        self.detail = detail
+      }
+
       /// A retry is about to wait `wait` after attempt number `attempt` failed.
-      case retry(attempt: Int, wait: Duration)
+      public static func retry(attempt: Int, wait: Duration) -> Kind {
+        Kind(event: .retryWillWait, attempt: attempt, wait: wait, hedge: nil, detail: nil)
+      }
+
       /// A hedged function started hedge number `hedge` (from 1).
-      case hedge(Int)
+      public static func hedge(_ hedge: Int) -> Kind {
+        Kind(event: .hedgeStarted, attempt: nil, wait: nil, hedge: hedge, detail: nil)
+      }
+
       /// A retry gave up after attempt number `attempt` failed: its wait of `wait` would have
       /// ended at or after the run's deadline.
-      case retryGaveUp(attempt: Int, wait: Duration)
+      public static func retryGaveUp(attempt: Int, wait: Duration) -> Kind {
+        Kind(event: .retryGaveUpAtDeadline, attempt: attempt, wait: wait, hedge: nil, detail: nil)
+      }
+
+      /// The kind's name: `hedge started`.
+      public var name: String { event.name }
+
+      public var description: String { detail.map { name + ": " + $0 } ?? name }
+
+      /// The glyph the renderers draw at the mark's moment: `•` for a kind they do not know.
+      var glyph: Character {
+        switch event {
+        case .retryWillWait: "↻"
+        case .hedgeStarted: "⑂"
+        case .retryGaveUpAtDeadline: "⏹"
+        default: "•"
+        }
+      }
+
+      /// What the glyph means, for the legend.
+      var legend: String {
+        switch event {
+        case .retryWillWait: "↻ a retry about to wait"
+        case .hedgeStarted: "⑂ a hedge started"
+        case .retryGaveUpAtDeadline: "⏹ a retry given up at the deadline"
+        default: "• another event, named on its row"
+        }
+      }
     }
 
-    /// The retry or hedged function, as written: `fetch.retry(3)`.
+    /// Who it happened to: the retry or hedged function as written (`fetch.retry(3)`), the
+    /// breaker's name, the event's ``RunEvent/subject``.
     public let stage: String
     /// What happened.
     public let kind: Kind
     /// When, from the run's start, as a span's times are.
     public let time: Duration
 
-    /// The row's name: `↻ after attempt 2`, `⑂ hedge 1`.
+    /// The row's name: `↻ after attempt 2`, `⑂ hedge 1`, `• circuit breaker changed`.
     var label: String {
-      switch kind {
-      case .retry(let attempt, _): "↻ after attempt \(attempt)"
-      case .hedge(let hedge): "⑂ hedge \(hedge)"
-      case .retryGaveUp(let attempt, _): "⏹ after attempt \(attempt)"
+      switch kind.event {
+      case .retryWillWait, .retryGaveUpAtDeadline:
+        "\(kind.glyph) after attempt \(kind.attempt ?? 0)"
+      case .hedgeStarted: "⑂ hedge \(kind.hedge ?? 0)"
+      default: "• " + kind.name
+      }
+    }
+
+    /// What follows the row's bar: the values, then who.
+    var note: String {
+      switch kind.event {
+      case .retryWillWait:
+        let wait = kind.wait ?? .zero
+        let waited =
+          wait.components.seconds >= Int64.max / 1_000_000_000
+          ? "\(wait)" : Scale.milliseconds(wait) + " ms"
+        return "wait " + waited + "  " + stage
+      case .retryGaveUpAtDeadline:
+        return "gave up: a wait of " + Scale.milliseconds(kind.wait ?? .zero)
+          + " ms would pass the deadline  " + stage
+      case .hedgeStarted: return stage
+      default: return kind.detail.map { $0 + "  " + stage } ?? stage
       }
     }
   }
@@ -181,29 +269,76 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// Every span recorded so far, in the order the stages started.
   public var spans: [Span] { state.withLock { $0.spans } }
 
-  /// Every retry and hedge recorded so far, in the order they happened.
+  /// Every event recorded so far other than a stage's start or end (retries, hedges, a
+  /// breaker's changes, kinds added since), in the order they happened.
   public var marks: [Mark] { state.withLock { $0.marks } }
 
+  /// Records an event: a stage's start or end in its span, anything else as a mark.
+  ///
+  /// Called by the run, on the thread where the event happens. An event of a kind the
+  /// timeline does not know becomes a mark drawn by the kind's name, with the event's values.
+  public func observe(_ event: RunEvent) {
+    switch event.values {
+    case .started(let stage): recordStart(stage)
+    case .ended(let stage, let outcome): recordEnd(stage, outcome: outcome)
+    case .cancelled(let stage, let cause): recordCancellation(stage, cause: cause)
+    case .calledBackLate(let stage, _): recordLateCall(stage)
+    case .retryWillWait(let attempt, let wait, _):
+      mark(event.subject, .retry(attempt: attempt, wait: wait))
+    case .retryGaveUp(let attempt, let wait, _):
+      mark(event.subject, .retryGaveUp(attempt: attempt, wait: wait))
+    case .hedge(let hedge): mark(event.subject, .hedge(hedge))
+    default:
+      let details = event.details
+      mark(event.subject, Mark.Kind(event.kind, detail: details.isEmpty ? nil : details))
+    }
+  }
+
   /// Records a retry about to wait.
-  public func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error _: any Error) {
-    mark(stage, .retry(attempt: attempt, wait: wait))
+  @available(*, deprecated, message: "send the event: observe(.retryWillWait(...))")
+  public func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error) {
+    observe(.retryWillWait(stage, attempt: attempt, wait: wait, error: error))
   }
 
   /// Records a retry given up because its wait would have passed the run's deadline.
+  @available(*, deprecated, message: "send the event: observe(.retryGaveUpAtDeadline(...))")
   public func retryGaveUpAtDeadline(
-    _ stage: String, attempt: Int, wait: Duration, error _: any Error
+    _ stage: String, attempt: Int, wait: Duration, error: any Error
   ) {
-    mark(stage, .retryGaveUp(attempt: attempt, wait: wait))
+    observe(.retryGaveUpAtDeadline(stage, attempt: attempt, wait: wait, error: error))
   }
 
   /// Records a stage its run cancelled, and why.
+  @available(*, deprecated, message: "send the event: observe(.stageCancelled(_:cause:))")
   public func stageCancelled(_ stage: StageRecord, cause: any Error) {
-    stageEnded(stage, outcome: .cancelled)
-    guard let text = Self.describe(cause: cause) else { return }
-    state.withLock { state in
-      guard let index = state.cancelled[stage.id] else { return }
-      state.spans[index].cancellationCause = text
-    }
+    observe(.stageCancelled(stage, cause: cause))
+  }
+
+  /// Records a hedge's start.
+  @available(*, deprecated, message: "send the event: observe(.hedgeStarted(_:hedge:))")
+  public func hedgeStarted(_ stage: String, hedge: Int) {
+    observe(.hedgeStarted(stage, hedge: hedge))
+  }
+
+  /// Records a stage's start.
+  @available(*, deprecated, message: "send the event: observe(.stageStarted(_:))")
+  public func stageStarted(_ stage: StageRecord) {
+    observe(.stageStarted(stage))
+  }
+
+  /// Records a stage's end.
+  @available(*, deprecated, message: "send the event: observe(.stageEnded(_:outcome:))")
+  public func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
+    observe(.stageEnded(stage, outcome: outcome))
+  }
+
+  /// Records that a stage its run had cancelled called back anyway, and was ignored.
+  @available(
+    *, deprecated,
+    message: "send the event: observe(.stageCalledBackAfterCancellation(_:outcome:))"
+  )
+  public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {
+    observe(.stageCalledBackAfterCancellation(stage, outcome: outcome))
   }
 
   /// A cancellation's cause in a few words; `nil` for a plain `cancel()`.
@@ -217,11 +352,6 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
   }
 
-  /// Records a hedge's start.
-  public func hedgeStarted(_ stage: String, hedge: Int) {
-    mark(stage, .hedge(hedge))
-  }
-
   private func mark(_ stage: String, _ kind: Mark.Kind) {
     state.withLock { state in
       // Read under the lock, as a span's start is, so the marks stay in order.
@@ -230,8 +360,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
   }
 
-  /// Records a stage's start. Called by the run, on the thread that starts the stage.
-  public func stageStarted(_ stage: StageRecord) {
+  private func recordStart(_ stage: StageRecord) {
     let executor = CurrentExecutor.name
     state.withLock { state in
       // The clock is read under the lock, so the spans stay in order of their starts.
@@ -243,8 +372,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
   }
 
-  /// Records a stage's end. Called by the run, on the thread that completes the stage.
-  public func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
+  private func recordEnd(_ stage: StageRecord, outcome: StageOutcome) {
     let now = sinceCreation()
     let executor = CurrentExecutor.name
     state.withLock { state in
@@ -256,8 +384,16 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     }
   }
 
-  /// Records that a stage its run had cancelled called back anyway, and was ignored.
-  public func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome _: StageOutcome) {
+  private func recordCancellation(_ stage: StageRecord, cause: any Error) {
+    recordEnd(stage, outcome: .cancelled)
+    guard let text = Self.describe(cause: cause) else { return }
+    state.withLock { state in
+      guard let index = state.cancelled[stage.id] else { return }
+      state.spans[index].cancellationCause = text
+    }
+  }
+
+  private func recordLateCall(_ stage: StageRecord) {
     let now = sinceCreation()
     state.withLock { state in
       guard let index = state.cancelled.removeValue(forKey: stage.id) else { return }
@@ -277,10 +413,11 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   /// and where the stage started and, when different, completed. A stage that succeeded is
   /// drawn with `█`, a failed one with `▓`, a cancelled one with `▒` (ending when its run
   /// cancelled it), one still running with `░`; `×` marks the moment a cancelled stage called
-  /// back anyway, a call the run ignored. After the stages, one row per retry or hedge marks
+  /// back anyway, a call the run ignored. After the stages, one row per other event marks
   /// its moment: `↻` a retry about to wait (the row names the failed attempt, then the wait
-  /// and the retry), `⑂` a hedge starting (then the hedged function); a last line, the
-  /// legend, then says what each of those marks means.
+  /// and the retry), `⑂` a hedge starting (then the hedged function), `•` any other kind,
+  /// the row named by the kind's name (then the event's values and whom it concerns); a last
+  /// line, the legend, then says what each of those marks means.
   ///
   /// ```swift
   /// print(timeline.renderGantt(width: 24))
@@ -291,7 +428,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
   ///
   /// - Parameter width: The number of columns the time axis spans.
   /// - Returns: The chart, one line per stage after a header line, then the rows of the
-  ///   retries and hedges and their legend, if any; without a trailing newline.
+  ///   other events and their legend, if any; without a trailing newline.
   /// - Complexity: O(*n* × `width`) for *n* spans.
   public func renderGantt(width: Int = 48) -> String {
     let (spans, marks) = state.withLock { ($0.spans, $0.marks) }
@@ -329,48 +466,30 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     for mark in marks {
       var bar = Array(String(repeating: " ", count: width))
       let column = mark.time < scale.first ? 0 : min(scale.column(mark.time, width), width - 1)
-      var note = mark.stage
-      switch mark.kind {
-      case .retry(_, let wait):
-        bar[column] = "↻"
-        let waited =
-          wait.components.seconds >= Int64.max / 1_000_000_000
-          ? "\(wait)" : Scale.milliseconds(wait) + " ms"
-        note = "wait " + waited + "  " + note
-      case .hedge:
-        bar[column] = "⑂"
-      case .retryGaveUp(_, let wait):
-        bar[column] = "⏹"
-        note =
-          "gave up: a wait of " + Scale.milliseconds(wait) + " ms would pass the deadline  "
-          + note
-      }
-      lines.append(mark.label.padding(to: nameWidth) + " |" + String(bar) + "| " + note)
+      bar[column] = mark.kind.glyph
+      lines.append(mark.label.padding(to: nameWidth) + " |" + String(bar) + "| " + mark.note)
     }
     if !marks.isEmpty { lines.append(Self.legend(of: marks)) }
     return lines.joined(separator: "\n")
   }
 
-  /// What the marks drawn mean, each kind drawn named once.
+  /// What the marks drawn mean, each glyph drawn named once: retries, hedges, retries given
+  /// up, then any other kind.
   private static func legend(of marks: [Mark]) -> String {
-    var entries: [String] = []
-    if marks.contains(where: { if case .retry = $0.kind { true } else { false } }) {
-      entries.append("↻ a retry about to wait")
-    }
-    if marks.contains(where: { if case .hedge = $0.kind { true } else { false } }) {
-      entries.append("⑂ a hedge started")
-    }
-    if marks.contains(where: { if case .retryGaveUp = $0.kind { true } else { false } }) {
-      entries.append("⏹ a retry given up at the deadline")
-    }
+    let drawn = Set(marks.map(\.kind.glyph))
+    let entries = [
+      Mark.Kind.retry(attempt: 0, wait: .zero), .hedge(0), .retryGaveUp(attempt: 0, wait: .zero),
+      Mark.Kind(RunEvent.Kind("other")),
+    ]
+    .filter { drawn.contains($0.glyph) }.map(\.legend)
     return "legend: " + entries.joined(separator: ", ")
   }
 
   /// Writes the timeline as a Mermaid `gantt` diagram, for Markdown that renders Mermaid.
   ///
   /// Times are milliseconds from the first start; failed stages are marked `crit`, cancelled
-  /// ones `done`, stages still running `active`. Retries and hedges follow as milestones, in a
-  /// section of their own.
+  /// ones `done`, stages still running `active`. Retries, hedges and other events follow as
+  /// milestones named by their kind, in a section of their own.
   ///
   /// ```swift
   /// print(timeline.renderMermaid(title: "processImageData"))
@@ -399,7 +518,10 @@ public final class Timeline: RunObserver, CustomStringConvertible {
         ? "active, " : span.isFailed ? "crit, " : span.isCancelled ? "done, " : ""
       lines.append("  \(Timeline.mermaidSafe(span.name)) : \(tag)\(start), \(max(end, start + 1))")
     }
-    if !marks.isEmpty { lines.append("  section retries and hedges") }
+    if !marks.isEmpty {
+      let others = marks.contains { $0.kind.glyph == "•" }
+      lines.append("  section retries and hedges" + (others ? " and other events" : ""))
+    }
     for mark in marks {
       let time = Scale.wholeMilliseconds(max(mark.time - scale.first, .zero))
       lines.append("  \(Timeline.mermaidSafe(mark.label)) : milestone, \(time), \(time)")
@@ -409,8 +531,9 @@ public final class Timeline: RunObserver, CustomStringConvertible {
 
   /// Draws the timeline as a standalone SVG image: one labelled bar per stage.
   ///
-  /// Failed stages are red, stages still running grey. Retries and hedges follow, one row
-  /// each with its mark at its moment, and the legend under them.
+  /// Failed stages are red, stages still running grey. Retries, hedges and other events
+  /// follow, one row each, named by its kind, with its mark at its moment, and the legend
+  /// under them.
   ///
   /// ```swift
   /// try timeline.renderSVG().write(toFile: "timeline.svg", atomically: true, encoding: .utf8)
@@ -446,7 +569,7 @@ public final class Timeline: RunObserver, CustomStringConvertible {
     for (row, mark) in marks.enumerated() {
       let y = (spans.count + row) * rowHeight + 4
       let x = labelWidth + (mark.time < scale.first ? 0 : scale.column(mark.time, width))
-      let glyph = mark.label.prefix(1)
+      let glyph = mark.kind.glyph
       svg.append(#"  <text x="4" y="\#(y + 13)">\#(Timeline.xmlEscaped(mark.label))</text>"#)
       svg.append(
         #"  <text x="\#(x)" y="\#(y + 13)"><title>\#(Timeline.xmlEscaped(mark.stage))</title>"#

@@ -30,21 +30,20 @@ public struct StageRecord: Sendable, Hashable {
   /// The stage's `name:`, or `File.swift:line` where it was made.
   public let name: String
 
-  /// A record of one start, for a unit test of an observer of your own: call its methods with
+  /// A record of one start, for a unit test of an observer of your own: send it the events of
   /// records as a run would.
   ///
   /// ```swift
   /// final class FailureLog: RunObserver {
   ///   let failed = Mutex<[String]>([])
-  ///   func stageStarted(_ stage: StageRecord) {}
-  ///   func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-  ///     if outcome == .failed { failed.withLock { $0.append(stage.name) } }
+  ///   func observe(_ event: RunEvent) {
+  ///     if event.outcome == .failed { failed.withLock { $0.append(event.subject) } }
   ///   }
   /// }
   /// let log = FailureLog()
   /// let load = StageRecord(id: 1, name: "load")
-  /// log.stageStarted(load)
-  /// log.stageEnded(load, outcome: .failed)
+  /// log.observe(.stageStarted(load))
+  /// log.observe(.stageEnded(load, outcome: .failed))
   /// print(log.failed.withLock { $0 })
   /// // prints ["load"]
   /// ```

@@ -8,7 +8,9 @@
 /// way the modifier costs one small object per run, not a run, a registration and closures.
 extension Program {
   @usableFromInline
-  package func start(_ input: AnyValue, token: CancellationToken, sink: some StageSink, branch: Int = 0) {
+  package func start(
+    _ input: AnyValue, token: CancellationToken, sink: some StageSink, branch: Int = 0
+  ) {
     switch self {
     case .callback(let stage):
       guard let start = token.beginStage() else {

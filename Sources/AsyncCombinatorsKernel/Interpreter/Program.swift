@@ -153,7 +153,9 @@ package final class ModifierStage: Sendable {
   package let shape: Shape
   package let body: @Sendable (AnyValue, CancellationToken, StageReport) -> Void
 
-  package init(shape: Shape, body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void) {
+  package init(
+    shape: Shape, body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+  ) {
     self.shape = shape
     self.body = body
   }
@@ -166,7 +168,8 @@ package final class DirectStage: Sendable {
   package let body: @Sendable (AnyValue) throws -> AnyValue
 
   @usableFromInline
-  package init(shape: Shape, label: Label, body: @escaping @Sendable (AnyValue) throws -> AnyValue) {
+  package init(shape: Shape, label: Label, body: @escaping @Sendable (AnyValue) throws -> AnyValue)
+  {
     self.shape = shape
     self.label = label
     self.body = body

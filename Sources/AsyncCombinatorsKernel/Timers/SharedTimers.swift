@@ -42,7 +42,8 @@ package final class SharedTimers: Sendable {
   }
 
   /// Calls `fire` on a global queue once `deadline` has passed, unless cancelled first.
-  package func schedule(at deadline: DispatchTime, _ fire: @escaping @Sendable () -> Void) -> Timer {
+  package func schedule(at deadline: DispatchTime, _ fire: @escaping @Sendable () -> Void) -> Timer
+  {
     let due = deadline.uptimeNanoseconds
     return state.withLock { state in
       let id = state.timers.schedule(Action(fire), at: due)
@@ -83,7 +84,8 @@ package final class SharedTimers: Sendable {
   /// Timers neither fired nor cancelled and due after `deadline` (and before `end`, when
   /// given); for tests, which pick a span no other test's timers fall in, since every test
   /// shares these timers.
-  package func pendingCount(dueAfter deadline: DispatchTime, before end: DispatchTime? = nil) -> Int {
+  package func pendingCount(dueAfter deadline: DispatchTime, before end: DispatchTime? = nil) -> Int
+  {
     state.withLock {
       $0.timers.countDue(after: deadline.uptimeNanoseconds, before: end?.uptimeNanoseconds)
     }

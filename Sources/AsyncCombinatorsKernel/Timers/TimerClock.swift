@@ -119,7 +119,9 @@ package struct TimerDeadline: Sendable {
   /// Calls `fire(true)` at the deadline, or `fire(false)` as soon as `token` is cancelled,
   /// whichever comes first: exactly once either way. A deadline that never comes arms nothing
   /// but the cancellation.
-  package func arm(on token: CancellationToken, _ fire: @escaping @Sendable (_ expired: Bool) -> Void) {
+  package func arm(
+    on token: CancellationToken, _ fire: @escaping @Sendable (_ expired: Bool) -> Void
+  ) {
     let pending = PendingTimer(fire)
     let registration = token.onCancel { pending.end(expired: false) }
     pending.attach(schedule { pending.end(expired: true) }, registration)

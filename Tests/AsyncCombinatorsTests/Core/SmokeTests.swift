@@ -1,7 +1,7 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

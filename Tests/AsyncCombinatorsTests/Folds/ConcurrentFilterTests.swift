@@ -1,8 +1,8 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

@@ -1,7 +1,7 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Synchronization
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

@@ -1,6 +1,6 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

@@ -1,10 +1,10 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Foundation
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

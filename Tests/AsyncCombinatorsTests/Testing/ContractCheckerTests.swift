@@ -1,8 +1,8 @@
+import AsyncCombinators
 import Dispatch
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 @testable import AsyncCombinatorsTesting
@@ -97,7 +97,7 @@ private final class Payload: Sendable {}
     let token = probe.start(parking.function, 1)
     probe.cancel(token)
     try await Task.sleep(for: .milliseconds(5))
-    probe.stageStarted(StageRecord(id: .max, name: "startedLate"))
+    probe.observe(.stageStarted(StageRecord(id: .max, name: "startedLate")))
     parking.takeAll()[0].complete(.success(1))
     let breaches = probe.breaches(function: "whole")
     #expect(breaches.map(\.kind).contains(.stageStartedAfterCancellation))
@@ -112,18 +112,18 @@ private final class Payload: Sendable {}
     let token = probe.start(parking.function, 1)
     probe.cancel(token)
     let stage = StageRecord(id: .max, name: "quits")
-    probe.stageStarted(stage)
-    probe.stageEnded(stage, outcome: .cancelled)
+    probe.observe(.stageStarted(stage))
+    probe.observe(.stageEnded(stage, outcome: .cancelled))
     parking.takeAll()[0].complete(.failure(CancellationError()))
     #expect(probe.hasSettled)
     #expect(!probe.breaches(function: "whole").map(\.kind).contains(.completionNeverCalled))
 
     // A stage its run cancelled stays open until its body calls back.
     let waits = StageRecord(id: .max - 1, name: "waits")
-    probe.stageStarted(waits)
-    probe.stageCancelled(waits)
+    probe.observe(.stageStarted(waits))
+    probe.observe(.stageCancelled(waits))
     #expect(!probe.hasSettled)
-    probe.stageCalledBackAfterCancellation(waits, outcome: .cancelled)
+    probe.observe(.stageCalledBackAfterCancellation(waits, outcome: .cancelled))
     #expect(probe.hasSettled)
   }
 

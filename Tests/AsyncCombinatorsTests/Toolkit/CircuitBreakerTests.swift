@@ -1,9 +1,9 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 
@@ -396,15 +396,11 @@ import AsyncCombinators
 
   final class Watch: RunObserver {
     let events = Recorder<String>()
-    func stageStarted(_ stage: StageRecord) {}
-    func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
-    func circuitBreakerChanged(
-      _ breaker: CircuitBreaker, from old: CircuitBreaker.State, to new: CircuitBreaker.State
-    ) {
-      events.record("\(old) -> \(new)")
-    }
-    func runRejected(by breaker: CircuitBreaker, error: BrokenCircuitError) {
-      events.record("rejected \(error.retryAfter ?? .zero)")
+    func observe(_ event: RunEvent) {
+      if let (old, new) = event.breakerChange { events.record("\(old) -> \(new)") }
+      if event.kind == .runRejected, let error = event.error as? BrokenCircuitError {
+        events.record("rejected \(error.retryAfter ?? .zero)")
+      }
     }
   }
 

@@ -1,9 +1,9 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 
@@ -136,9 +136,9 @@ import AsyncCombinators
 
   final class Watch: RunObserver {
     let hedges = Recorder<String>()
-    func stageStarted(_ stage: StageRecord) {}
-    func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
-    func hedgeStarted(_ stage: String, hedge: Int) { hedges.record("\(stage) \(hedge)") }
+    func observe(_ event: RunEvent) {
+      if let hedge = event.hedge { hedges.record("\(event.subject) \(hedge)") }
+    }
   }
 
   @Test func an_observer_hears_each_hedge_start() {

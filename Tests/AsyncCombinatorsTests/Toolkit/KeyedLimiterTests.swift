@@ -1,9 +1,9 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 

@@ -1,9 +1,9 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 
@@ -111,8 +111,9 @@ import AsyncCombinators
   @Test func a_traced_stage_starts_when_the_performer_runs_it_not_while_it_waits() async throws {
     final class Starts: RunObserver {
       let names = Recorder<String>()
-      func stageStarted(_ stage: StageRecord) { names.record(stage.name) }
-      func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
+      func observe(_ event: RunEvent) {
+        if event.kind == .stageStarted { names.record(event.subject) }
+      }
     }
     let performer = HeldPerformer()
     let starts = Starts()

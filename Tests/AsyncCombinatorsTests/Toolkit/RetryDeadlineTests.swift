@@ -1,21 +1,23 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 
 /// Records the retries given up at the deadline and the cancellations with their causes.
 private final class DeadlineWatcher: RunObserver {
   let events = Recorder<String>()
-  func stageStarted(_ stage: StageRecord) {}
-  func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
-  func stageCancelled(_ stage: StageRecord, cause: any Error) {
-    events.record("cancelled \(stage.name): \(cause)")
-  }
-  func retryGaveUpAtDeadline(_ stage: String, attempt: Int, wait: Duration, error: any Error) {
-    events.record("gave up after attempt \(attempt), wait \(wait): \(error)")
+  func observe(_ event: RunEvent) {
+    if event.kind == .stageCancelled, let cause = event.cause {
+      events.record("cancelled \(event.subject): \(cause)")
+    }
+    if event.kind == .retryGaveUpAtDeadline, let attempt = event.attempt,
+      let wait = event.wait, let error = event.error
+    {
+      events.record("gave up after attempt \(attempt), wait \(wait): \(error)")
+    }
   }
 }
 

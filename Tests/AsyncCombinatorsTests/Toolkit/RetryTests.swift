@@ -1,9 +1,9 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Synchronization
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 
@@ -282,10 +282,11 @@ final class RetryWatch: RunObserver {
   let waits = Locked<[Wait]>([])
   /// The error each wait follows, as described.
   let errors = Locked<[String]>([])
-  func stageStarted(_ stage: StageRecord) {}
-  func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {}
-  func retryWillWait(_ stage: String, attempt: Int, wait: Duration, error: any Error) {
-    waits.withLock { $0.append(Wait(stage: stage, attempt: attempt, wait: wait)) }
+  func observe(_ event: RunEvent) {
+    guard event.kind == .retryWillWait, let attempt = event.attempt, let wait = event.wait,
+      let error = event.error
+    else { return }
+    waits.withLock { $0.append(Wait(stage: event.subject, attempt: attempt, wait: wait)) }
     errors.withLock { $0.append("\(error)") }
   }
   var durations: [Duration] { waits.withLock { $0.map(\.wait) } }

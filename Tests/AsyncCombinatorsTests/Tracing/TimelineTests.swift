@@ -1,8 +1,8 @@
+import AsyncCombinators
 import AsyncCombinatorsTesting
 import Dispatch
 import Testing
 
-import AsyncCombinators
 @testable import AsyncCombinatorsCore
 @testable import AsyncCombinatorsKernel
 
@@ -84,13 +84,17 @@ import AsyncCombinators
   @Test func a_run_cancelling_its_stage_says_so_apart_from_the_stages_own_end() async {
     final class Recorder: RunObserver {
       let events = Locked<[String]>([])
-      func stageStarted(_ stage: StageRecord) { events.withLock { $0.append("start") } }
-      func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-        events.withLock { $0.append("end \(outcome)") }
-      }
-      func stageCancelled(_ stage: StageRecord) { events.withLock { $0.append("cancelled") } }
-      func stageCalledBackAfterCancellation(_ stage: StageRecord, outcome: StageOutcome) {
-        events.withLock { $0.append("late \(outcome)") }
+      func observe(_ event: RunEvent) {
+        let outcome = event.outcome.map { "\($0)" } ?? "none"
+        let line =
+          switch event.kind {
+          case .stageStarted: "start"
+          case .stageEnded: "end \(outcome)"
+          case .stageCancelled: "cancelled"
+          case .stageCalledBackAfterCancellation: "late \(outcome)"
+          default: "other \(event.kind)"
+          }
+        events.withLock { $0.append(line) }
       }
     }
     let parked = ParkedCompletion<Int>()
@@ -328,12 +332,12 @@ extension Timeline.Span: SpanBeforeDurations {}
     let clock = TestClock()
     let timeline = Timeline(clock: clock)
     let (fetch, decode) = (StageRecord(id: 1, name: "fetch"), StageRecord(id: 2, name: "decode"))
-    timeline.stageStarted(fetch)
+    timeline.observe(.stageStarted(fetch))
     clock.advance(by: .milliseconds(20))
-    timeline.stageEnded(fetch, outcome: .succeeded)
-    timeline.stageStarted(decode)
+    timeline.observe(.stageEnded(fetch, outcome: .succeeded))
+    timeline.observe(.stageStarted(decode))
     clock.advance(by: .milliseconds(20))
-    timeline.stageEnded(decode, outcome: .failed)
+    timeline.observe(.stageEnded(decode, outcome: .failed))
     #expect(
       timeline.renderGantt(width: 8)
         == """
@@ -350,11 +354,10 @@ extension Timeline.Span: SpanBeforeDurations {}
   private final class Problems: RunObserver {
     let failed = Recorder<String>()
     let cancelled = Recorder<String>()
-    func stageStarted(_ stage: StageRecord) {}
-    func stageEnded(_ stage: StageRecord, outcome: StageOutcome) {
-      if outcome == .failed { failed.record(stage.name) }
+    func observe(_ event: RunEvent) {
+      if event.kind == .stageEnded, event.outcome == .failed { failed.record(event.subject) }
+      if event.kind == .stageCancelled { cancelled.record(event.subject) }
     }
-    func stageCancelled(_ stage: StageRecord) { cancelled.record(stage.name) }
   }
 
   @Test func an_observer_of_your_own_can_be_unit_tested_with_records() {
@@ -364,11 +367,11 @@ extension Timeline.Span: SpanBeforeDurations {}
       StageRecord(id: 3, name: "sync")
     )
     #expect(load.id == 1 && load.name == "load")
-    for stage in [load, save, sync] { problems.stageStarted(stage) }
-    problems.stageEnded(load, outcome: .succeeded)
-    problems.stageEnded(save, outcome: .failed)
-    problems.stageCancelled(sync)
-    problems.stageCalledBackAfterCancellation(sync, outcome: .succeeded)  // the default ignores
+    for stage in [load, save, sync] { problems.observe(.stageStarted(stage)) }
+    problems.observe(.stageEnded(load, outcome: .succeeded))
+    problems.observe(.stageEnded(save, outcome: .failed))
+    problems.observe(.stageCancelled(sync))
+    problems.observe(.stageCalledBackAfterCancellation(sync, outcome: .succeeded))  // ignored
     #expect(problems.failed.all == ["save"])
     #expect(problems.cancelled.all == ["sync"])
   }

@@ -148,13 +148,15 @@ final class ScheduledLoop: StageSink {
     guard let wait = next, budget?.spend() ?? true else { return report.fail(error) }
     // The run's budget would run out during the wait: end now, with the error to retry.
     if plan.timers.waitPassesDeadline(wait, on: token) {
-      token.runObserver?.retryGaveUpAtDeadline(
-        Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error)
+      token.runObserver?.observe(
+        .retryGaveUpAtDeadline(
+          Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error))
       return report.fail(error)
     }
     if let observer = token.runObserver {
-      observer.retryWillWait(
-        Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error)
+      observer.observe(
+        .retryWillWait(
+          Program.modified(plan.inner, plan.call), attempt: attempt, wait: wait, error: error))
     }
     again(after: wait)
   }
