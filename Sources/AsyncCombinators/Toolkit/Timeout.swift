@@ -68,19 +68,12 @@ extension AsyncFunc {
 /// The inner run gets a child token of the run's, which the race cancels once decided. The
 /// run's cancellation ends the race too, through a handler on the run's token, so that the
 /// timer comes off at once rather than when the inner run answers. `@unchecked Sendable`:
-/// `state` hands `report` to exactly one of the result, the timer and the cancellation, under
-/// its lock.
-private final class TimeoutRace: StageSink, @unchecked Sendable {
-  private enum State {
-    /// Undecided; the timer and the handler on the run's token, once armed.
-    case racing(timer: ScheduledTimer?, registration: CancellationToken.Registration?)
-    case decided
-  }
-
+/// the ``Keeper`` hands `report` to exactly one of the result, the timer and the
+/// cancellation, whichever ends it first.
+private final class TimeoutRace: Keeper<ArmedTimer>, StageSink, @unchecked Sendable {
   private var report: StageReport?
   private let duration: Duration
   let inner: CancellationToken
-  private let state = Locked(State.racing(timer: nil, registration: nil))
 
   /// - Parameter inner: A child of the run's token, for the inner run. Its link is not kept:
   ///   `inner` is cancelled once decided, which ends it.
@@ -94,17 +87,10 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
   /// without a deadline (a zero duration), times out at once.
   func started(_ deadline: TimerDeadline?, run token: CancellationToken) {
     guard let deadline else { return end(TimeoutError(duration: duration)) }
-    if case .decided = state.withLock({ $0 }) { return }
+    if hasEnded { return }
     let registration = token.onCancel { self.end(CancellationError()) }
     let timer = deadline.schedule { self.end(TimeoutError(duration: self.duration)) }
-    let armed = state.withLock { state in
-      guard case .racing = state else { return false }
-      state = .racing(timer: timer, registration: registration)
-      return true
-    }
-    guard !armed else { return }
-    timer.cancel()
-    registration.remove()
+    keep(ArmedTimer(timer: timer, registration: registration))
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
@@ -128,14 +114,7 @@ private final class TimeoutRace: StageSink, @unchecked Sendable {
   /// Claims the win for the first of the result and the timer, and takes the timer back and
   /// ends the inner run's token: the inner run is over, or stops.
   private func decide(cause: any Error = CancellationError()) -> Bool {
-    let taken = state.withLock { state -> State? in
-      guard case .racing = state else { return nil }
-      defer { state = .decided }
-      return state
-    }
-    guard case .racing(let timer, let registration)? = taken else { return false }
-    timer?.cancel()
-    registration?.remove()
+    guard endAndRevoke() else { return false }
     inner.cancel(cause: cause)
     return true
   }
