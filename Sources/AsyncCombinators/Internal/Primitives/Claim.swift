@@ -96,8 +96,10 @@ class Keeper<Handle: Revocable>: @unchecked Sendable {
   @discardableResult
   final func keep(_ handle: Handle) -> Bool {
     self.handle = handle
+    // Acquiring as well: a keeper that finds the work ended sees what its ender wrote before.
     let (kept, _) = stage.compareExchange(
-      expected: Stage.open.rawValue, desired: Stage.kept.rawValue, ordering: .releasing)
+      expected: Stage.open.rawValue, desired: Stage.kept.rawValue,
+      ordering: .acquiringAndReleasing)
     if kept { return true }
     // Ended meanwhile: `end()` found nothing kept and read nothing.
     self.handle = nil
