@@ -5,7 +5,7 @@ import Synchronization
 //
 // - *First one wins* (`Claim`): several threads end the same thing (a result, a failure, a
 //   timer, a cancellation); exactly one of them may act.
-// - *Register, then keep if live, else take back* (`Keeper`, `keepOrTakeBack`): a handler is
+// - *Register, then keep if live, else take back* (`Keeper`, and `keepOrRevoke` under an owner's lock): a handler is
 //   registered (on a token, on a timer queue) before its owner can store it, since the
 //   registration may run the handler at once; by the time the owner stores it, the work it
 //   guards may have ended. The handle is kept if the work is still live, and taken back by
