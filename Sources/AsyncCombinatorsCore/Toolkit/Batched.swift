@@ -308,8 +308,7 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     case .window(let window, let timers):
       // Scheduled outside the lock: a clock whose time has passed the deadline fires at once.
       let timer = timers.deadline(after: window).schedule { self.endWindow(of: batch) }
-      let kept = open.withLock { _ in batch.keep(timer) }
-      if !kept { timer.cancel() }
+      keepOrRevoke(timer) { timer in open.withLock { _ in batch.keep(timer) } }
     }
   }
 
@@ -333,8 +332,9 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
   private func watch(_ token: CancellationToken, _ batch: Batch<Key, Value>) {
     // Registered outside the lock: a token cancelled already runs the handler at once.
     let registration = token.onCancel { self.leave(batch, token) }
-    let kept = open.withLock { _ in batch.keep(registration, for: token) }
-    if !kept { registration.remove() }
+    keepOrRevoke(registration) { registration in
+      open.withLock { _ in batch.keep(registration, for: token) }
+    }
   }
 
   private func send(_ batch: Batch<Key, Value>, _ keys: [Key]) {

@@ -89,15 +89,14 @@ private final class HedgePlan: Sendable {
 /// The attempts of one `hedged` run, each on a child token of the run's, so that the winner
 /// can cancel the others; and the wait for the next hedge.
 ///
-/// The wait is a timer and a registration on the run's token that share one closure: the
-/// timer firing starts the next hedge, the run's cancellation takes the timer back, and
-/// whichever comes first takes the wait out of `state`, so only one of them acts. An early
-/// hedge (after a failure) or the end of the run takes it back too.
+/// The wait is a ``HedgeWait``: a timer and a registration on the run's token, whose ends
+/// race: the timer firing starts the next hedge, the run's cancellation takes the timer back,
+/// and an early hedge (after a failure) or the end of the run takes both back. The first to
+/// end the wait acts; the others find it ended.
 private final class HedgedRun: StageSink {
   private struct State {
     /// Attempts started (or being started): the next one's number.
     var started = 0
-    var decided = false
     var primaryError: (any Error)?
     /// The run's deadline has come: no more hedges start.
     var pastDeadline = false
@@ -106,7 +105,7 @@ private final class HedgedRun: StageSink {
     /// The hedges' tokens, by number from 1, each while it runs; empty until a hedge starts.
     var hedges: [Child?] = []
     /// The pending wait for the next hedge.
-    var wait: Wait?
+    var wait: HedgeWait?
 
     mutating func add(_ attempt: Child, number: Int) {
       if number == 0 { primary = attempt } else { hedges.append(attempt) }
@@ -131,31 +130,14 @@ private final class HedgedRun: StageSink {
     }
   }
 
-  /// The wait before hedge `next`: its timer and its registration on the run's token, once
-  /// both are made. Plain values, cheap to move in and out of `state`.
-  private struct Wait {
-    let next: Int
-    var timer = ScheduledTimer.none
-    /// The registration's id on the run's token.
-    var registration: UInt64?
-
-    init(before next: Int) { self.next = next }
-
-    func takeBack(from token: CancellationToken) {
-      timer.cancel()
-      removeRegistration(from: token)
-    }
-
-    func removeRegistration(from token: CancellationToken) {
-      if let registration { CancellationToken.Registration(on: token, id: registration).remove() }
-    }
-  }
-
   private let plan: HedgePlan
   private let input: AnyValue
   private let token: CancellationToken
   private let report: StageReport
   private let state = Locked(State())
+  /// Won by whichever of a success, a cancellation and the last failure decides the run;
+  /// claimed and read under `state`'s lock, with the attempts it decides on.
+  private let decided = Claim()
 
   init(_ plan: HedgePlan, input: AnyValue, token: CancellationToken, report: StageReport) {
     self.plan = plan
@@ -184,67 +166,56 @@ private final class HedgedRun: StageSink {
     // The wait for the next hedge replaces any pending one (after a failure, this hedge came
     // early), unless this is the last attempt; claimed in the same step as the number, so
     // that the latest attempt's wait is the one kept.
-    let claimed = state.withLock { state -> (number: Int, superseded: Wait?)? in
-      guard !state.decided, state.started <= plan.maxHedges else { return nil }
+    let claimed = state.withLock {
+      state -> (number: Int, superseded: HedgeWait?, wait: HedgeWait?)? in
+      guard !decided.isClaimed, state.started <= plan.maxHedges else { return nil }
       if let expected, expected != state.started { return nil }
       if pastDeadline { state.pastDeadline = true }
       guard state.started == 0 || !state.pastDeadline else { return nil }
       let number = state.started
       state.started += 1
       state.add(attempt, number: number)
-      defer { state.wait = waits && number < plan.maxHedges ? Wait(before: number + 1) : nil }
-      return (number, state.wait)
+      let superseded = state.wait
+      state.wait = waits && number < plan.maxHedges ? HedgeWait(self, before: number + 1) : nil
+      return (number, superseded, state.wait)
     }
-    guard let (number, superseded) = claimed else {
+    guard let (number, superseded, wait) = claimed else {
       attempt.link.remove()
       return false
     }
-    superseded?.takeBack(from: token)
+    superseded?.endAndRevoke()
     if number > 0, let observer = token.runObserver {
       observer.observe(.hedgeStarted(Program.modified(plan.inner, plan.call), hedge: number))
     }
-    if waits && number < plan.maxHedges { wait(before: number + 1) }
+    if let wait { arm(wait) }
     plan.inner.start(input, token: attempt.token, sink: self, branch: number)
     return true
   }
 
-  /// Arms the wait before hedge `next`, which `launch` has just put in `state`.
-  private func wait(before next: Int) {
+  /// Arms `wait`, which `launch` has just put in `state`; an end that came meanwhile (the
+  /// run's cancellation, a newer wait, the run decided) takes back what is armed.
+  private func arm(_ wait: HedgeWait) {
     let deadline = plan.timers.deadline(after: plan.delay)
-    let end = ending(before: next)
-    // Runs `end` at once if the run is cancelled already.
-    let registration = token.onCancel(end)
-    let timer = deadline.schedule(end)
-    let kept = state.withLock { state -> Bool in
-      guard state.wait?.next == next else { return false }
-      state.wait!.timer = timer
-      state.wait!.registration = registration.idOnToken
-      return true
-    }
-    // It ended (or was superseded) while being armed: take back what is left of it.
-    if !kept {
-      timer.cancel()
-      registration.remove()
-    }
+    // Runs at once if the run is cancelled already. Each closure captures the wait alone.
+    let registration = token.onCancel { wait.ended() }
+    let timer = deadline.schedule { wait.ended() }
+    wait.keep(ArmedTimer(timer: timer, registration: registration))
   }
 
-  /// What the wait before hedge `next` calls when it ends: one closure, made here once, that
-  /// both of its ends (the timer and the registration) hold.
-  @inline(never)
-  private func ending(before next: Int) -> @Sendable () -> Void {
-    { self.waitEnded(before: next) }
-  }
-
-  /// The wait before hedge `next` ended: its timer fired, or the run was cancelled.
-  private func waitEnded(before next: Int) {
-    let wait = state.withLock { state -> Wait? in
-      guard state.wait?.next == next else { return nil }
-      return state.wait.take()
+  /// `wait` ended: its timer fired, or the run was cancelled. Acts only if it ended it first.
+  fileprivate func waitEnded(_ wait: HedgeWait) {
+    let ended = state.withLock { state -> ArmedTimer?? in
+      guard let kept = wait.end() else { return nil }
+      if state.wait === wait { state.wait = nil }
+      return kept
     }
-    guard let wait else { return }
-    if token.isCancelled { return wait.takeBack(from: token) }
-    wait.removeRegistration(from: token)
-    launch(ifNext: next)
+    guard let kept = ended else { return }
+    if token.isCancelled {
+      kept?.revoke()
+      return
+    }
+    kept?.registration.remove()
+    launch(ifNext: wait.next)
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
@@ -267,10 +238,11 @@ private final class HedgedRun: StageSink {
       if branch == 0 { state.primaryError = error }
       if pastDeadline { state.pastDeadline = true }
       let ended = state.end(branch)
-      guard !state.decided else { return (ended, .nothing) }
+      guard !decided.isClaimed else { return (ended, .nothing) }
       if state.started <= plan.maxHedges && !state.pastDeadline { return (ended, .hedge) }
-      guard state.allEnded, let primary = state.primaryError else { return (ended, .nothing) }
-      state.decided = true
+      guard state.allEnded, let primary = state.primaryError, decided.claim() else {
+        return (ended, .nothing)
+      }
       return (ended, .fail(primary))
     }
     ended?.link.remove()
@@ -284,13 +256,12 @@ private final class HedgedRun: StageSink {
   /// The hedge after a failure did not start (the deadline came meanwhile): if every attempt
   /// has ended, the run fails with the primary's error.
   private func failIfAllEnded() {
-    let ended = state.withLock { state -> (primary: any Error, wait: Wait?)? in
-      guard !state.decided, state.allEnded, let primary = state.primaryError else { return nil }
-      state.decided = true
+    let ended = state.withLock { state -> (primary: any Error, wait: HedgeWait?)? in
+      guard state.allEnded, let primary = state.primaryError, decided.claim() else { return nil }
       return (primary, state.wait.take())
     }
     guard let ended else { return }
-    ended.wait?.takeBack(from: token)
+    ended.wait?.endAndRevoke()
     report.fail(ended.primary)
   }
 
@@ -299,8 +270,7 @@ private final class HedgedRun: StageSink {
   private func decide(ended branch: Int) -> Bool {
     let (ended, decided) = state.withLock { state -> (Child?, Decided?) in
       let ended = state.end(branch)
-      guard !state.decided else { return (ended, nil) }
-      state.decided = true
+      guard self.decided.claim() else { return (ended, nil) }
       // The others stay in `state` until they end, as each still reports.
       return (
         ended, Decided(primary: state.primary?.token, hedges: state.hedges, wait: state.wait.take())
@@ -310,7 +280,7 @@ private final class HedgedRun: StageSink {
     guard let decided else { return false }
     decided.primary?.cancel(cause: LostRaceError())
     for hedge in decided.hedges { hedge?.token.cancel(cause: LostRaceError()) }
-    decided.wait?.takeBack(from: token)
+    decided.wait?.endAndRevoke()
     return true
   }
 
@@ -318,6 +288,28 @@ private final class HedgedRun: StageSink {
   private struct Decided {
     let primary: CancellationToken?
     let hedges: [Child?]
-    let wait: Wait?
+    let wait: HedgeWait?
   }
+}
+
+/// The wait before hedge `next`: its timer and its registration on the run's token, kept once
+/// both are made. Its first end acts (see ``HedgedRun/waitEnded(_:)``); the closures that the
+/// timer and the token hold capture the wait alone, which needs no allocation of its own.
+///
+/// `@unchecked Sendable`: its fields are `let`s, and its ``Keeper`` is safe to share.
+private final class HedgeWait: @unchecked Sendable {
+  let next: Int
+  private let run: HedgedRun
+  private let keeper = Keeper<ArmedTimer>()
+
+  init(_ run: HedgedRun, before next: Int) {
+    self.run = run
+    self.next = next
+  }
+
+  func ended() { run.waitEnded(self) }
+
+  func keep(_ armed: ArmedTimer) { keeper.keep(armed) }
+  func end() -> ArmedTimer?? { keeper.end() }
+  @discardableResult func endAndRevoke() -> Bool { keeper.endAndRevoke() }
 }

@@ -176,8 +176,9 @@ final class FlightTable: Sendable {
     case .joined(let flight, let seat):
       // Registered outside the lock: a token cancelled already runs the handler at once.
       let registration = token.onCancel { flight.leave(seat) }
-      let kept = stripe.state.withLock { _ in flight.seats.keep(registration, for: seat) }
-      if !kept { registration.remove() }
+      keepOrRevoke(registration) { registration in
+        stripe.state.withLock { _ in flight.seats.keep(registration, for: seat) }
+      }
     case .launch(let flight):
       // The founder's seat is the first: the handler then holds the flight alone. A token
       // cancelled already runs it at once, and the call then starts cancelled: it never runs.

@@ -1,4 +1,5 @@
 import AsyncCombinatorsKernel
+import Synchronization
 
 /// Runs `operation` with a deadline `duration` from now on `clock`, visible to every
 /// ``AsyncFunc`` awaited inside it. Past the deadline the operation is cancelled with a
@@ -95,45 +96,34 @@ public func withTimeout<T: Sendable, C: Clock>(
 }
 
 /// The timer of one ``withTimeout(_:clock:file:line:operation:)`` call, rung once: at the deadline
-/// (`expired`), or when `stop` is cancelled first. `@unchecked Sendable`: `state` is behind its
-/// lock, `stop` is a `let`.
+/// (`expired`), or when `stop` is cancelled first. The task that waits for it is kept until it
+/// rings, or woken at once if it has rung.
+///
+/// `@unchecked Sendable`: `stop` and `keeper` are `let`s, `rang` atomic.
 private final class TimeoutAlarm: @unchecked Sendable {
-  private enum State {
-    case armed
-    case waiting(CheckedContinuation<Void, Never>)
-    case rang(expired: Bool)
+  private let keeper = Keeper<Sleeper>()
+
+  /// The task waiting for the alarm: taking it back wakes it.
+  struct Sleeper: Revocable {
+    let continuation: CheckedContinuation<Void, Never>
+    func revoke() { continuation.resume() }
   }
 
   /// Cancelled when the operation returns or the caller is cancelled: the timer comes off.
   let stop = CancellationToken()
-  private let state = Locked(State.armed)
+  /// Whether it rang at the deadline; written before it rings.
+  private let rangExpired = Atomic<Bool>(false)
 
   /// Whether the deadline came before the operation returned.
-  var expired: Bool {
-    state.withLock { state in
-      if case .rang(let expired) = state { return expired }
-      return false
-    }
-  }
+  var expired: Bool { rangExpired.load(ordering: .acquiring) }
 
   func ring(_ expired: Bool) {
-    let waiting = state.withLock { state -> CheckedContinuation<Void, Never>? in
-      defer { state = .rang(expired: expired) }
-      if case .waiting(let continuation) = state { return continuation }
-      return nil
-    }
-    waiting?.resume()
+    rangExpired.store(expired, ordering: .releasing)
+    keeper.endAndRevoke()  // Wakes the waiting task.
   }
 
   /// Returns once the alarm has rung.
   func wait() async {
-    await withCheckedContinuation { continuation in
-      let rang = state.withLock { state in
-        guard case .armed = state else { return true }
-        state = .waiting(continuation)
-        return false
-      }
-      if rang { continuation.resume() }
-    }
+    await withCheckedContinuation { keeper.keep(Sleeper(continuation: $0)) }
   }
 }

@@ -24,7 +24,7 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
   private let count: Int
   private let remaining: Atomic<Int>
   /// Won once, by whichever of success, failure or cancellation completes the join.
-  private let isDone = Atomic<Bool>(false)
+  private let isDone = Claim()
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
   /// Taken by whichever of success, failure or cancellation wins `isDone`: a finished join
@@ -107,11 +107,11 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
 
   @usableFromInline
   package func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
-    guard !isDone.load(ordering: .relaxed) else { return }
+    guard !isDone.isClaimed else { return }
     (slots + index).initialize(to: value)
     filled[index] = true
     guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0,
-      !isDone.exchange(true, ordering: .acquiringAndReleasing)
+      isDone.claim()
     else { return }
     link.remove()
     onBranchesCancelled?.remove()
@@ -121,7 +121,7 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
   }
 
   private func fail(_ error: any Error) {
-    guard !isDone.exchange(true, ordering: .acquiringAndReleasing) else { return }
+    guard isDone.claim() else { return }
     branches.cancel(cause: error)  // The branches read the failure that stopped them.
     link.remove()  // After: the run's `cancel()` meanwhile waits for the branches' handlers.
     let completion = completion.take()!

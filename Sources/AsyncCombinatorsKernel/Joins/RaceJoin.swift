@@ -4,18 +4,16 @@ import Synchronization
 /// completes it and cancels the others; when every contender has failed, the last failure
 /// completes it. Contenders report to it directly, as the branches of a fork-join do.
 package final class RaceJoin: StageSink {
-  private struct State {
-    var remaining: Int
-    var isDone = false
-  }
-
-  private let state: Locked<State>
+  /// Contenders whose failure has not been counted yet: the last counted failure decides.
+  private let remaining: Atomic<Int>
+  /// Won once, by whichever result decides the race.
+  private let isDone = Claim()
   private let runners: CancellationToken
   private let link: CancellationToken.Registration
   private let report: StageReport
 
   package init(count: Int, token: CancellationToken, report: StageReport) {
-    state = Locked(State(remaining: count))
+    remaining = Atomic(count)
     (runners, link) = token.makeChild()
     self.report = report
   }
@@ -45,15 +43,12 @@ package final class RaceJoin: StageSink {
 
   /// Whether this result decides the race; a counted failure decides only when it is the last.
   private func decide(counting: Bool) -> Bool {
-    state.withLock { state in
-      guard !state.isDone else { return false }
-      if counting {
-        state.remaining -= 1
-        guard state.remaining == 0 else { return false }
+    if counting {
+      guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else {
+        return false
       }
-      state.isDone = true
-      return true
     }
+    return isDone.claim()
   }
 
   private func finish() {

@@ -5,18 +5,11 @@ import Synchronization
 ///
 /// The work's completion should be what holds the link: then a completion released uncalled
 /// releases the link too, and its `deinit` takes the handler off.
+///
+/// `@unchecked Sendable`: `onFire` is a `let`; the rest is the ``Keeper``'s, whose handle is the
+/// registration on the token, kept until the work finishes.
 @usableFromInline
-package final class CancellationLink: Sendable {
-  private enum State {
-    /// Neither connected nor finished yet.
-    case idle
-    /// The token's handler is registered and must be removed on finish.
-    case connected(CancellationToken.Registration)
-    /// The work finished (possibly before `connect`): nothing to forward any more.
-    case finished
-  }
-
-  private let state = Locked(State.idle)
+package final class CancellationLink: Keeper<CancellationToken.Registration>, @unchecked Sendable {
   /// What ``fire()`` runs: a timer's work, held here so that the closure the timer keeps can
   /// capture the link alone, which needs no allocation of its own.
   private let onFire: (@Sendable () -> Void)?
@@ -26,15 +19,10 @@ package final class CancellationLink: Sendable {
     self.onFire = onFire
   }
 
+  /// Forwards `token`'s cancellation to `target` until the work finishes. Call it once.
   @usableFromInline
   package func connect(_ token: CancellationToken, to target: some Cancellable) {
-    let registration = token.onCancel { target.cancel() }
-    let stillRunning = state.withLock { state in
-      guard case .idle = state else { return false }
-      state = .connected(registration)
-      return true
-    }
-    if !stillRunning { registration.remove() }
+    keep(token.onCancel { target.cancel() })
   }
 
   /// A link released unfinished belongs to work that will never call back (a legacy callback
@@ -47,14 +35,10 @@ package final class CancellationLink: Sendable {
     onFire?()
   }
 
+  /// The work finished (possibly before `connect`): its handler comes off the token.
   @usableFromInline
   package func finish() {
-    let registration = state.withLock { state -> CancellationToken.Registration? in
-      defer { state = .finished }
-      guard case .connected(let registration) = state else { return nil }
-      return registration
-    }
-    registration?.remove()
+    endAndRevoke()
   }
 }
 

@@ -124,7 +124,8 @@ package struct TimerDeadline: Sendable {
   ) {
     let pending = PendingTimer(fire)
     let registration = token.onCancel { pending.end(expired: false) }
-    pending.attach(schedule { pending.end(expired: true) }, registration)
+    pending.keep(
+      ArmedTimer(timer: schedule { pending.end(expired: true) }, registration: registration))
   }
 
   /// Calls `fire` at the deadline, on a thread of the clock's choosing (possibly the caller's,
@@ -165,40 +166,18 @@ package enum ScheduledTimer: Cancellable {
 }
 
 /// One armed timer racing its token's cancellation: the first to end it fires, and takes the
-/// other back (the timer out of its queue, the handler off the token).
-private final class PendingTimer: Sendable {
-  private enum State {
-    /// Armed; what to take back once it ends, when known yet.
-    case waiting(timer: ScheduledTimer, registration: CancellationToken.Registration?)
-    case ended
-  }
-
-  private let state = Locked(State.waiting(timer: .none, registration: nil))
+/// other back (the timer out of its queue, the handler off the token). What to take back is
+/// kept once both are made; a timer that ended meanwhile takes them back at once.
+///
+/// `@unchecked Sendable`: `fire` is a `let`; the rest is the ``Keeper``'s.
+private final class PendingTimer: Keeper<ArmedTimer>, @unchecked Sendable {
   private let fire: @Sendable (Bool) -> Void
 
   init(_ fire: @escaping @Sendable (Bool) -> Void) { self.fire = fire }
 
-  /// Keeps what to take back, unless the timer ended while they were made: then takes them
-  /// back now.
-  func attach(_ timer: ScheduledTimer, _ registration: CancellationToken.Registration) {
-    let ended = state.withLock { state in
-      guard case .waiting = state else { return true }
-      state = .waiting(timer: timer, registration: registration)
-      return false
-    }
-    guard ended else { return }
-    timer.cancel()
-    registration.remove()
-  }
-
   func end(expired: Bool) {
-    let taken = state.withLock { state -> State? in
-      guard case .waiting = state else { return nil }
-      defer { state = .ended }
-      return state
-    }
-    guard case .waiting(let timer, let registration)? = taken else { return }
-    if expired { registration?.remove() } else { timer.cancel() }
+    guard let kept = end() else { return }
+    if expired { kept?.registration.remove() } else { kept?.timer.cancel() }
     fire(expired)
   }
 }

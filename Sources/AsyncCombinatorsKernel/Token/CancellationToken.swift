@@ -26,23 +26,23 @@ public protocol Cancellable: Sendable {
 ///
 /// Its state word is atomic, its handlers and its link to its parent are behind their table's
 /// lock, `parent` is written only by `deinit`, and the rest are `let`s: that is what makes the
-/// `@unchecked Sendable` safe.
+/// `@unchecked Sendable` safe. Its unsafe references are in one place, with their safety
+/// argument: ``AtomicTaggedReference`` and ``UnownedReference``.
 public final class CancellationToken: Cancellable, @unchecked Sendable {
-  /// The token's state in one atomic word: the flags below, and the address of its handler
-  /// table once it has one (tables are word-aligned, so the flags fit in the low bits).
+  /// The token's state in one atomic word: the flags below, and its handler table once it has
+  /// one (see ``AtomicTaggedReference``).
   ///
   /// Every change is one atomic operation on the word, so a handler's first registration, a
   /// cancellation and a detach never miss each other. The table is made only for the first
   /// handler: most tokens a run makes inside (a timeout's race, a limited element) never get
   /// one.
-  fileprivate let word: Atomic<UInt>
+  private let word = AtomicTaggedReference<HandlerTable>()
 
   private enum Flag {
     /// ``cancel()`` has begun on this token itself.
     static let cancelled: UInt = 1
     /// Its work is done: it no longer forwards its parent's cancellation to its handlers.
     static let detached: UInt = 2
-    static let all: UInt = 3
   }
 
   /// The registered handlers, in a slab: a registration names its entry by index, so adding
@@ -144,7 +144,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// anywhere in the tree; `nil` for a root. Not retained: the chain of parents holds it for as
   /// long as this token lives, and a root is shared by every token of a run, so a retain of
   /// it per child would be one more write to a line every thread touches.
-  private unowned(unsafe) let root: CancellationToken?
+  private let root: UnownedReference<CancellationToken>?
   /// On a root: how many cancellations have begun in its tree, which is what a descendant's
   /// cached "not cancelled" is valid for.
   private let cancellationsBegun = Atomic<UInt>(0)
@@ -188,7 +188,6 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   package init(observer: (any StageObserver)?, deadlines: DeadlineRecord? = nil) {
-    word = Atomic(0)
     context =
       observer == nil && deadlines == nil
       ? nil : Context(observer: observer, deadlines: deadlines)
@@ -202,34 +201,31 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   private init(
     parent: CancellationToken, countingIn work: (any InFlightWork)?, deadlines: DeadlineRecord?
   ) {
-    word = Atomic(0)
     self.parent = parent
-    root = parent.root ?? parent
+    root = parent.root ?? UnownedReference(parent)
     context = Context.with(parent.context, deadlines: deadlines)
     inFlight = work ?? parent.inFlight
   }
 
   /// An untraced, uncounted child of `parent`, under `deadlines`.
   private init(parent: CancellationToken, deadlines: DeadlineRecord?) {
-    word = Atomic(0)
     self.parent = parent
-    root = parent.root ?? parent
+    root = parent.root ?? UnownedReference(parent)
     context = deadlines.map { Context(observer: nil, deadlines: $0) }
     inFlight = nil
   }
 
   deinit {
-    if let table = Self.table(in: word.load(ordering: .acquiring)) { table.release() }
     if var parent = parent.take(), isKnownUniquelyReferenced(&parent) {
       Trampoline.release(consume parent)
     }
   }
 
-  /// The handler table a state word points to, unretained.
-  fileprivate static func table(in word: UInt) -> Unmanaged<HandlerTable>? {
-    guard let address = UnsafeRawPointer(bitPattern: word & ~Flag.all) else { return nil }
-    return Unmanaged.fromOpaque(address)
-  }
+  /// The root of the token's tree: its `root`, or itself.
+  private var treeRoot: CancellationToken { root?.object ?? self }
+
+  /// Whether ``cancel()`` has begun on this token itself.
+  private var isCancelledItself: Bool { word.load().flags & Flag.cancelled != 0 }
 
   /// Whether ``cancel()`` has been called, on this token or on the one it is a child of.
   ///
@@ -237,26 +233,19 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   ///   operations nested in it); after one, a token nested *d* deep walks its *d* ancestors
   ///   once.
   public var isCancelled: Bool {
-    if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return true }
+    if isCancelledItself { return true }
     guard let parent else { return false }
     // Read before the walk: a cancellation begun before the tree's count was raised is
     // visible to the walk (the count is raised after the flag is set, with release ordering).
-    let epoch = (root ?? self).cancellationsBegun.load(ordering: .acquiring)
+    let epoch = treeRoot.cancellationsBegun.load(ordering: .acquiring)
     if clearAt.load(ordering: .relaxed) == epoch { return false }
-    // Every token holds its parent, and this one is alive while it is read, so the walk up
-    // needs no references of its own. It stops at an ancestor already found clear at this
-    // count: whatever is above that one was clear too, so a deep nesting walks once.
-    var ancestor = Unmanaged.passUnretained(parent)
+    // The walk stops at an ancestor already found clear at this count: whatever is above
+    // that one was clear too, so a deep nesting walks once.
+    var ancestor = parent
     while true {
-      let (cancelled, known, next) = ancestor._withUnsafeGuaranteedRef { token in
-        (
-          token.word.load(ordering: .acquiring) & Flag.cancelled != 0,
-          token.clearAt.load(ordering: .relaxed) == epoch,
-          token.parent.map(Unmanaged.passUnretained)
-        )
-      }
-      if cancelled { return true }
-      guard !known, let next else { break }
+      if ancestor.isCancelledItself { return true }
+      guard ancestor.clearAt.load(ordering: .relaxed) != epoch, let next = ancestor.parent
+      else { break }
       ancestor = next
     }
     clearAt.store(epoch, ordering: .relaxed)
@@ -265,7 +254,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// Whether ``cancel()`` has begun on this token itself (its handlers are taken, or being
   /// taken), whatever its parent.
-  package var hasRunItsHandlers: Bool { word.load(ordering: .acquiring) & Flag.cancelled != 0 }
+  package var hasRunItsHandlers: Bool { isCancelledItself }
 
   /// Cancels the run: the handlers registered so far run once, on the calling thread.
   ///
@@ -306,44 +295,38 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// ``cancel(cause:)``, where `nil` stands for a plain ``cancel()``'s `CancellationError`.
   private func cancel(orCause cause: (any Error)?) {
-    if word.load(ordering: .acquiring) & Flag.cancelled != 0 { return waitForHandlers() }
+    if isCancelledItself { return waitForHandlers() }
     // An ancestor cancelled first gives its cause: the first cause given wins.
     let inherited = parent.flatMap { $0.isCancelled ? $0.resolvedCause() : nil }
-    let before: UInt
+    let before: AtomicTaggedReference<HandlerTable>.Value
     if inherited == nil && cause == nil {
       // The common case needs no table: a cancelled token without one says `CancellationError`.
-      before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
-      guard before & Flag.cancelled == 0 else { return waitForHandlers() }
-      if let table = Self.table(in: before) {
-        _ = table._withUnsafeGuaranteedRef { $0.settleCause(CancellationError()) }
-      }
+      before = word.setFlags(Flag.cancelled)
+      guard before.flags & Flag.cancelled == 0 else { return waitForHandlers() }
+      _ = word.object(in: before)?.settleCause(CancellationError())
     } else {
       // The cause goes in before the flag, so whoever sees the flag finds the cause.
       guard let table = causeTable() else { return waitForHandlers() }
-      _ = table._withUnsafeGuaranteedRef {
-        $0.settleCause(inherited ?? cause ?? CancellationError())
-      }
-      before = word.bitwiseOr(Flag.cancelled, ordering: .acquiringAndReleasing).oldValue
-      guard before & Flag.cancelled == 0 else { return waitForHandlers() }
+      _ = table.settleCause(inherited ?? cause ?? CancellationError())
+      before = word.setFlags(Flag.cancelled)
+      guard before.flags & Flag.cancelled == 0 else { return waitForHandlers() }
     }
     // After the flag, before any handler: every `isCancelled` read that may have cached this
     // token's descendants as clear now walks again.
-    (root ?? self).cancellationsBegun.add(1, ordering: .releasing)
+    treeRoot.cancellationsBegun.add(1, ordering: .releasing)
     // No table: no handler was ever registered, and any registration from now on sees the flag.
-    guard let table = Self.table(in: before) else { return }
-    let link = table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { state -> UInt64? in
-        state.isCancelled = true
-        state.runner = currentThreadID()
-        defer { state.parentLink = .done }
-        if case .linked(let id) = state.parentLink { return id }
-        return nil
-      }
+    guard let table = word.object(in: before) else { return }
+    let link = table.state.withLock { state -> UInt64? in
+      state.isCancelled = true
+      state.runner = currentThreadID()
+      defer { state.parentLink = .done }
+      if case .linked(let id) = state.parentLink { return id }
+      return nil
     }
     // One at a time, taken under the lock as it runs: a registration removed meanwhile (its
     // work has finished) is never run.
     var next = 0
-    while let handler = table._withUnsafeGuaranteedRef({ $0.takeHandler(from: &next) }) {
+    while let handler = table.takeHandler(from: &next) {
       handler()
     }
     // Cancelled on its own: the parent need not forward its cancellation any more. Kept until
@@ -382,42 +365,36 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// the way back down, each under its table's lock: a token's own cancellation racing an
   /// ancestor's is decided once, so every reader sees the same cause.
   private func resolvedCause() -> (any Error)? {
-    var undecided: [Unmanaged<CancellationToken>] = []
-    var token = Unmanaged.passUnretained(self)
+    var undecided: [CancellationToken] = []
+    var token = self
     var found: (any Error)?
     while true {
-      if let decided = token._withUnsafeGuaranteedRef({ $0.decidedCause() }) {
+      if let decided = token.decidedCause() {
         found = decided
         break
       }
       undecided.append(token)
-      // Every token holds its parent, and this one is alive: the walk needs no references.
-      guard let next = token._withUnsafeGuaranteedRef({ $0.parent.map(Unmanaged.passUnretained) })
-      else { break }
+      guard let next = token.parent else { break }
       token = next
     }
     guard var cause = found else { return nil }
     for token in undecided.reversed() {
-      cause = token._withUnsafeGuaranteedRef { token in
-        token.causeTable()?._withUnsafeGuaranteedRef { $0.settleCause(cause) }
-          ?? CancellationError()  // Cancelled meanwhile without a table.
-      }
+      cause =
+        token.causeTable()?.settleCause(cause)
+        ?? CancellationError()  // Cancelled meanwhile without a table.
     }
     return cause
   }
 
   /// This token's own cause if it is decided: set, or the token cancelled by ``cancel()``.
   private func decidedCause() -> (any Error)? {
-    let current = word.load(ordering: .acquiring)
-    guard let table = Self.table(in: current) else {
-      return current & Flag.cancelled != 0 ? CancellationError() : nil
-    }
-    return table._withUnsafeGuaranteedRef { table in
-      if let cause = table.state.withLock({ $0.cause }) { return cause }
-      // Flagged with no cause: a plain `cancel()` is about to settle it; settle it here.
-      guard current & Flag.cancelled != 0 else { return nil }
-      return table.settleCause(CancellationError())
-    }
+    let current = word.load()
+    let cancelled = current.flags & Flag.cancelled != 0
+    guard let table = word.object(in: current) else { return cancelled ? CancellationError() : nil }
+    if let cause = table.state.withLock({ $0.cause }) { return cause }
+    // Flagged with no cause: a plain `cancel()` is about to settle it; settle it here.
+    guard cancelled else { return nil }
+    return table.settleCause(CancellationError())
   }
 
   /// The earliest deadline set on `clock` for the work this token belongs to, or `nil`.
@@ -460,15 +437,13 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// Returns once the handlers that another thread's ``cancel()`` is running have all run, so
   /// that every caller of `cancel()` can rely on them having run when it returns.
   private func waitForHandlers() {
-    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return }
-    let waiting = table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { state -> DispatchSemaphore? in
-        // The running thread itself, cancelling again from a handler, must not wait for it.
-        guard !state.handlersDone, state.runner != currentThreadID() else { return nil }
-        let semaphore = DispatchSemaphore(value: 0)
-        state.waiters.append(semaphore)
-        return semaphore
-      }
+    guard let table = word.loadObject() else { return }
+    let waiting = table.state.withLock { state -> DispatchSemaphore? in
+      // The running thread itself, cancelling again from a handler, must not wait for it.
+      guard !state.handlersDone, state.runner != currentThreadID() else { return nil }
+      let semaphore = DispatchSemaphore(value: 0)
+      state.waiters.append(semaphore)
+      return semaphore
     }
     waiting?.wait()
   }
@@ -494,25 +469,23 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
       handler()
       return Registration(token: nil, id: 0)
     }
-    let added = table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { state -> (id: UInt64, link: Bool)? in
-        guard !state.isCancelled else { return nil }
-        let index: Int32
-        if state.firstFree >= 0 {
-          index = state.firstFree
-          state.firstFree = state.entries[Int(index)].nextFree
-        } else {
-          index = Int32(state.entries.count)
-          state.entries.append(Entry(handler: nil, id: .max, nextFree: -1))
-        }
-        let id = UInt64(state.registered) << 32 | UInt64(UInt32(index))
-        state.registered &+= 1
-        state.entries[Int(index)] = Entry(handler: handler, id: id, nextFree: -1)
-        state.live += 1
-        guard case .unlinked = state.parentLink else { return (id, false) }
-        state.parentLink = .linking
-        return (id, true)
+    let added = table.state.withLock { state -> (id: UInt64, link: Bool)? in
+      guard !state.isCancelled else { return nil }
+      let index: Int32
+      if state.firstFree >= 0 {
+        index = state.firstFree
+        state.firstFree = state.entries[Int(index)].nextFree
+      } else {
+        index = Int32(state.entries.count)
+        state.entries.append(Entry(handler: nil, id: .max, nextFree: -1))
       }
+      let id = UInt64(state.registered) << 32 | UInt64(UInt32(index))
+      state.registered &+= 1
+      state.entries[Int(index)] = Entry(handler: handler, id: id, nextFree: -1)
+      state.live += 1
+      guard case .unlinked = state.parentLink else { return (id, false) }
+      state.parentLink = .linking
+      return (id, true)
     }
     guard let added else {
       handler()
@@ -523,32 +496,24 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   /// The token's handler table, made now if it has none; `nil` once the token is cancelled.
-  private func handlerTable() -> Unmanaged<HandlerTable>? {
-    tableMakingOne(once: { $0 & Flag.cancelled == 0 })
+  private func handlerTable() -> HandlerTable? {
+    tableMakingOne(while: { $0.flags & Flag.cancelled == 0 })
   }
 
   /// The token's table, to keep a cause in, made now if it has none; `nil` once the token is
   /// cancelled without one (its cause is then `CancellationError`, and stays so).
-  private func causeTable() -> Unmanaged<HandlerTable>? {
-    tableMakingOne(once: { $0 & Flag.cancelled == 0 || Self.table(in: $0) != nil })
+  private func causeTable() -> HandlerTable? {
+    tableMakingOne(while: { $0.flags & Flag.cancelled == 0 || $0.hasObject })
   }
 
   /// The token's table while `allowed` holds for its word, made now if it has none.
-  private func tableMakingOne(once allowed: (UInt) -> Bool) -> Unmanaged<HandlerTable>? {
-    var current = word.load(ordering: .acquiring)
-    while true {
-      if !allowed(current) { return nil }
-      if let table = Self.table(in: current) { return table }
-      // A detached child, or a root, never links to a parent.
-      let made = Unmanaged.passRetained(
-        HandlerTable(linked: parent != nil && current & Flag.detached == 0))
-      let address = UInt(bitPattern: made.toOpaque())
-      let (exchanged, original) = word.compareExchange(
-        expected: current, desired: current | address, ordering: .acquiringAndReleasing)
-      if exchanged { return made }
-      made.release()  // Another thread made one, or the flags changed: look again.
-      current = original
-    }
+  private func tableMakingOne(
+    while allowed: (AtomicTaggedReference<HandlerTable>.Value) -> Bool
+  ) -> HandlerTable? {
+    // A detached child, or a root, never links to a parent.
+    word.objectStoringOne(
+      while: allowed,
+      making: { HandlerTable(linked: self.parent != nil && $0.flags & Flag.detached == 0) })
   }
 
   /// A handler's place on a token, to take it off when it is no longer needed.
@@ -581,76 +546,69 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   }
 
   private func removeHandler(_ id: UInt64) {
-    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return }
+    guard let table = word.loadObject() else { return }
     // Take the closure out under the lock, release it outside: releasing may run deinits.
     // It comes out in its entry, as a closure returned on its own would be wrapped in a thunk.
-    let removed = table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { state -> Entry? in
-        let slot = Int(truncatingIfNeeded: id & 0xFFFF_FFFF)
-        guard slot < state.entries.count else { return nil }
-        state.entriesExamined += 1
-        guard state.entries[slot].id == id else { return nil }
-        let removed = state.entries[slot]
-        if state.isCancelled {
-          // The handlers are being run in order: the entry only empties.
-          state.entries[slot] = Entry(handler: nil, id: .max, nextFree: -1)
-          state.live -= 1
-          return removed
-        }
-        state.entries[slot] = Entry(handler: nil, id: .max, nextFree: state.firstFree)
-        state.firstFree = Int32(slot)
+    let removed = table.state.withLock { state -> Entry? in
+      let slot = Int(truncatingIfNeeded: id & 0xFFFF_FFFF)
+      guard slot < state.entries.count else { return nil }
+      state.entriesExamined += 1
+      guard state.entries[slot].id == id else { return nil }
+      let removed = state.entries[slot]
+      if state.isCancelled {
+        // The handlers are being run in order: the entry only empties.
+        state.entries[slot] = Entry(handler: nil, id: .max, nextFree: -1)
         state.live -= 1
-        // The free list already covers a small slab, so it is kept as it is; a large one (a
-        // fold's elements, once all have finished) is let go.
-        if state.live == 0 && state.entries.count > 64 {
-          state.entries = []
-          state.firstFree = -1
-        }
         return removed
       }
+      state.entries[slot] = Entry(handler: nil, id: .max, nextFree: state.firstFree)
+      state.firstFree = Int32(slot)
+      state.live -= 1
+      // The free list already covers a small slab, so it is kept as it is; a large one (a
+      // fold's elements, once all have finished) is let go.
+      if state.live == 0 && state.entries.count > 64 {
+        state.entries = []
+        state.firstFree = -1
+      }
+      return removed
     }
     _ = removed
   }
 
   /// The number of handlers registered and neither run nor removed; for tests.
   package var registrationCount: Int {
-    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
-    return table._withUnsafeGuaranteedRef { table in table.state.withLock { Int($0.live) } }
+    guard let table = word.loadObject() else { return 0 }
+    return table.state.withLock { Int($0.live) }
   }
 
   /// How many entries all removals so far have examined; for tests.
   package var entriesExaminedByRemovals: Int {
-    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
-    return table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { $0.entriesExamined }
-    }
+    guard let table = word.loadObject() else { return 0 }
+    return table.state.withLock { $0.entriesExamined }
   }
 
   /// Registers on the parent the handler that forwards its cancellation to this child.
-  private func linkToParent(_ table: Unmanaged<HandlerTable>) {
+  private func linkToParent(_ table: HandlerTable) {
     guard let parent else { return }
-    let registration = parent.onCancel { self.cancel() }
-    let kept = table._withUnsafeGuaranteedRef { table in
+    // Taken back if the child was detached or cancelled meanwhile.
+    keepOrRevoke(parent.onCancel { self.cancel() }) { registration in
       table.state.withLock { state in
         guard case .linking = state.parentLink else { return false }
         state.parentLink = .linked(registration.id)
         return true
       }
     }
-    if !kept { registration.remove() }  // Detached or cancelled meanwhile.
   }
 
   /// Stops forwarding the parent's cancellation to this child's handlers: its work is done.
   private func detach() {
-    let before = word.bitwiseOr(Flag.detached, ordering: .acquiringAndReleasing).oldValue
+    let before = word.setFlags(Flag.detached)
     // No table yet: one made from now on sees the flag and never links.
-    guard let table = Self.table(in: before) else { return }
-    let link = table._withUnsafeGuaranteedRef { table in
-      table.state.withLock { state -> UInt64? in
-        defer { state.parentLink = .done }
-        if case .linked(let id) = state.parentLink { return id }
-        return nil
-      }
+    guard let table = word.object(in: before) else { return }
+    let link = table.state.withLock { state -> UInt64? in
+      defer { state.parentLink = .done }
+      if case .linked(let id) = state.parentLink { return id }
+      return nil
     }
     if let link { parent?.removeHandler(link) }
   }
@@ -705,12 +663,12 @@ extension CancellationToken: CustomStringConvertible {
 extension CancellationToken {
   /// How many callers of ``cancel()`` wait for the handlers another thread runs; for tests.
   var waitingCancellerCount: Int {
-    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return 0 }
-    return table._withUnsafeGuaranteedRef { table in table.state.withLock { $0.waiters.count } }
+    guard let table = word.loadObject() else { return 0 }
+    return table.state.withLock { $0.waiters.count }
   }
 
   /// Whether the token has a handler table (made for a handler, or for a cause); for tests.
-  var hasHandlerTable: Bool { Self.table(in: word.load(ordering: .acquiring)) != nil }
+  var hasHandlerTable: Bool { word.loadObject() != nil }
 
   /// The identity of the context box the token carries, shared with its parent unless it
   /// adds a deadline; `nil` without one. For tests.
@@ -718,7 +676,7 @@ extension CancellationToken {
 
   /// Whether a thread has begun running this token's handlers; for tests.
   var hasBegunRunningHandlers: Bool {
-    guard let table = Self.table(in: word.load(ordering: .acquiring)) else { return false }
-    return table._withUnsafeGuaranteedRef { table in table.state.withLock { $0.runner != 0 } }
+    guard let table = word.loadObject() else { return false }
+    return table.state.withLock { $0.runner != 0 }
   }
 }

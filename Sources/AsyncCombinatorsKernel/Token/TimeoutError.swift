@@ -1,5 +1,3 @@
-import AsyncCombinatorsKernel
-
 /// The error of a run that ``AsyncFunc/timeout(_:clock:file:line:)`` stopped because it took
 /// too long.
 public struct TimeoutError: Error, Equatable, CustomStringConvertible {
