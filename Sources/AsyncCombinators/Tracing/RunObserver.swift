@@ -46,6 +46,10 @@ public protocol RunObserver: AnyObject, Sendable {
     _ breaker: CircuitBreaker, from old: CircuitBreaker.State, to new: CircuitBreaker.State)
   /// `breaker` turned a run away without calling its function.
   func runRejected(by breaker: CircuitBreaker, error: BrokenCircuitError)
+  /// The sample of a run moved the concurrency limit of an adaptive `limiter` from `old` to
+  /// `new`, on the thread where that run ended.
+  func limitChanged(
+    _ limiter: Limiter, from old: Int, to new: Int, reason: AdaptiveLimit.Reason)
 }
 
 extension RunObserver {
@@ -78,6 +82,10 @@ extension RunObserver {
   ) {}
   /// Ignores rejections: an observer that does not draw them need not implement this.
   public func runRejected(by breaker: CircuitBreaker, error: BrokenCircuitError) {}
+  /// Ignores adaptive limits: an observer that does not draw them need not implement this.
+  public func limitChanged(
+    _ limiter: Limiter, from old: Int, to new: Int, reason: AdaptiveLimit.Reason
+  ) {}
 }
 
 /// How a stage ended, as seen by a ``RunObserver``.
