@@ -1,4 +1,5 @@
 import AsyncCombinatorsTesting
+import Dispatch
 import Testing
 
 @testable import AsyncCombinators
@@ -73,5 +74,37 @@ import Testing
     for token in tokens { token.cancel() }
     for body in bodies.parked.withLock({ $0 }) { body.complete(.success(0)) }
     #expect(sampler.machine.inFlight == 0, "seed \(seed)")
+  }
+
+  /// Runs on two threads at once, a third of them drops, so that the limit moves all the time
+  /// while runs are admitted and leave: the gate ends at the last limit, nothing is left in
+  /// flight, and no more than `max` ever ran at once.
+  @Test(.timeLimit(.minutes(1))) func limits_moved_from_many_threads_settle_on_the_last_one()
+    async
+  {
+    let runs = 5_000
+    let limiter = Limiter(adaptive: .aimd(initial: 4, min: 1, max: 8, backoff: 0.5))
+    let running = Locked((now: 0, most: 0))
+    let call = AsyncFunc<Int, Int>.sync(name: "call") { input in
+      running.withLock {
+        $0.now += 1
+        $0.most = max($0.most, $0.now)
+      }
+      defer { running.withLock { $0.now -= 1 } }
+      if input % 3 == 0 { throw TimeoutError(duration: .seconds(1)) }
+      return input
+    }
+    .limited(by: limiter)
+    let finished = Countdown(2 * runs)
+    DispatchQueue.concurrentPerform(iterations: 2) { job in
+      for index in 0..<runs { call.run(job * runs + index) { _ in finished.tick() } }
+    }
+    await finished.gate.wait()
+    let sampler = limiter.sampler!
+    #expect(running.withLock { $0.most } <= 8)
+    #expect(sampler.machine.inFlight == 0)
+    #expect(sampler.machine.samples == 2 * runs)
+    #expect(limiter.limit == sampler.machine.limit)
+    #expect(limiter.gate.counts.admitted == 0)
   }
 }
