@@ -28,7 +28,8 @@ public final class Limiter: Sendable, CustomStringConvertible {
 
   /// The concurrency a run is admitted under now: fixed for
   /// ``init(concurrency:queue:clock:file:line:)``, moving for
-  /// ``init(adaptive:queue:isDrop:clock:)``; `Int.max` for a limiter of starts per period.
+  /// ``init(adaptive:queue:isDrop:clock:)``; `Int.max` for a limiter of starts per period; the
+  /// lowest of its limiters' for a chain, ``init(all:file:line:)``.
   ///
   /// ```swift
   /// print(Limiter(concurrency: 3).limit)
@@ -36,7 +37,9 @@ public final class Limiter: Sendable, CustomStringConvertible {
   /// // prints 3
   /// // prints 5
   /// ```
-  public var limit: Int { gate.capacity }
+  public var limit: Int {
+    gate.members.isEmpty ? gate.capacity : gate.members.lazy.map(\.capacity).min()!
+  }
 
   /// A limiter of work in flight: at most `concurrency` weight at once.
   ///

@@ -163,6 +163,9 @@ private final class LimitLog: RunObserver {
   @Test func a_fixed_limiter_reports_its_concurrency_as_its_limit() {
     #expect(Limiter(concurrency: 7).limit == 7)
     #expect(Limiter(concurrency: 7).sampler == nil)
+    #expect(Limiter(rate: .tokenBucket(5, per: .seconds(1))).limit == .max)
+    let chain = Limiter(all: [Limiter(concurrency: 7), Limiter(adaptive: .vegas(initial: 4))])
+    #expect(chain.limit == 4)
   }
 
   @Test func an_adaptive_limiter_takes_weights_up_to_its_min_and_describes_itself() {
