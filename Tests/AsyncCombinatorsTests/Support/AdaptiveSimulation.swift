@@ -3,7 +3,8 @@ import AsyncCombinatorsTesting
 @testable import AsyncCombinators
 
 /// A simulated service behind a limiter, on a `TestClock`, for the adaptive limits' tests and
-/// charts: a service of `capacity` whose latency is 10 ms × max(1, in flight / capacity), and
+/// charts: a service of `capacity` whose latency is 10 ms (``latency``) × max(1, in flight /
+/// capacity), and
 /// whose calls beyond 100 ms fail with `TimeoutError` at 100 ms (a drop); `clients` callers that
 /// call again as soon as their call ends.
 ///
@@ -39,6 +40,7 @@ final class AdaptiveSimulation: Sendable {
 
   private struct Counts {
     var capacity: Int
+    var latency = Duration.milliseconds(10)
     var inFlight = 0
     var successes = 0
     var drops = 0
@@ -79,6 +81,13 @@ final class AdaptiveSimulation: Sendable {
     set { shared.counts.withLock { $0.capacity = newValue } }
   }
 
+  /// The service's latency without load, 10 ms at first; setting it changes the latency of the
+  /// calls that start after, as a deploy would.
+  var latency: Duration {
+    get { shared.counts.withLock { $0.latency } }
+    set { shared.counts.withLock { $0.latency = newValue } }
+  }
+
   /// Stops the clients calling again, so that the simulation's objects can go.
   func stop() {
     shared.counts.withLock { $0.calling = false }
@@ -116,7 +125,7 @@ final class AdaptiveSimulation: Sendable {
       let latency = shared.counts.withLock { counts -> Duration in
         counts.inFlight += 1
         let load = Double(counts.inFlight) / Double(counts.capacity)
-        return .milliseconds(10) * Swift.max(1, load)
+        return counts.latency * Swift.max(1, load)
       }
       let limit = Duration.milliseconds(100)
       let ends = clock.now.advanced(by: min(latency, limit))

@@ -70,6 +70,30 @@ import Testing
     Self.checkNoUpwardDrift(.gradient())
   }
 
+  /// concurrency-limits #165 and #125: a deploy that doubles the latency without load must not
+  /// hold the limit down, nor one that halves it hold the limit up, for longer than the next
+  /// probe.
+  @Test(arguments: [
+    (AdaptiveLimit.vegas(), 2.0), (AdaptiveLimit.vegas(), 0.5), (AdaptiveLimit.gradient(), 2.0),
+    (AdaptiveLimit.gradient(), 0.5),
+  ])
+  func a_deploy_that_changes_latency_moves_the_limit_only_until_the_next_probe(
+    _ adaptive: AdaptiveLimit, _ factor: Double
+  ) {
+    let c = Double(Self.capacity)
+    let simulation = AdaptiveSimulation(adaptive, clients: 100, capacity: Self.capacity)
+    defer { simulation.stop() }
+    _ = simulation.run(for: .seconds(5))
+    simulation.latency = .milliseconds(10) * factor
+    _ = simulation.run(for: .seconds(AdaptiveLimitState.probeInterval))
+    let after = simulation.run(for: .seconds(1))
+    print(
+      "\(adaptive), latency × \(factor): limit a probe later \(after.limits.min()!)...\(after.limits.max()!)"
+    )
+    #expect(after.limits.min()! >= Int(0.6 * c))
+    #expect(after.limits.max()! <= Int(1.5 * c))
+  }
+
   /// The service drops nothing at 100 clients, so AIMD only grows: it must stay within its
   /// bounds and lose no throughput.
   @Test func aimd_stays_in_bounds_and_keeps_the_throughput() {
