@@ -6,7 +6,8 @@
 /// does not fit waits, and the runs behind it wait too, so a large weight is never starved.
 /// No thread is blocked while a run waits, and cancelling a waiting run takes it out of the
 /// queue at once. The ``QueueLimit`` decides when a run is rejected with ``LimitExceeded``
-/// instead of waiting.
+/// instead of waiting. A limiter made with ``init(adaptive:queue:isDrop:clock:)`` finds its
+/// concurrency itself, from the latency and the drops of its runs (<doc:AdaptiveLimits>).
 ///
 /// ```swift
 /// let backend = Limiter(concurrency: 2)
