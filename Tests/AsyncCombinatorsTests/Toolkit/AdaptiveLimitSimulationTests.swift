@@ -35,6 +35,8 @@ import Testing
         + " = \(steady.throughput / best) of the best fixed \(best)")
     #expect(steady.limits.max()! <= Int(1.5 * c))
     #expect(steady.shareBelow(0.6 * c) <= 0.05)
+    // Steady: deciding once per round trip, not per sample, it does not swing.
+    #expect(steady.limits.max()! - steady.limits.min()! <= 6)
     #expect(steady.throughput >= 0.8 * best)
     simulation.capacity = capacity / 2
     let halved = simulation.run(for: .seconds(2))
