@@ -55,10 +55,12 @@ final class LimitedFunction: Sendable {
   let deliversFirst: Bool
   /// Count each run's outcome in the gate as its slot is given back, as a work queue does.
   let countsOutcomes: Bool
+  /// An adaptive limiter's sampling, which each run reports its start and end to.
+  let sampler: AdaptiveSampler?
 
   init(
     _ gate: Admission<LimitedRun>, _ inner: Program, weight: Int = 1, priority: Int = 0,
-    deliversFirst: Bool = false, countsOutcomes: Bool = false
+    deliversFirst: Bool = false, countsOutcomes: Bool = false, sampler: AdaptiveSampler? = nil
   ) {
     self.gate = gate
     self.inner = inner
@@ -66,6 +68,7 @@ final class LimitedFunction: Sendable {
     self.priority = priority
     self.deliversFirst = deliversFirst
     self.countsOutcomes = countsOutcomes
+    self.sampler = sampler
   }
   /// One run enters the gate. A gate whose queue limit can turn a run away at once is asked
   /// first, so that a rejected run builds nothing but its error; any other gate takes the
@@ -92,7 +95,9 @@ final class LimitedFunction: Sendable {
 /// there, before the inner run starts, and read once its bodies are done. `succeeded` is
 /// written once, when the inner function reports and before this run's own hold leaves the
 /// count, and read once the count is quiet (the count's atomic orders the two). `inner` is set
-/// at `init` and let go once the count is quiet, after which nothing reads it.
+/// at `init` and let go once the count is quiet, after which nothing reads it. `sampled` is
+/// written at admission, before the inner run starts, and taken when it reports or when the
+/// count is quiet, which come after; the two do not overlap, as for `succeeded`.
 final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
   private let count: InFlightCount
   private let function: LimitedFunction
@@ -105,6 +110,9 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   /// The token the inner function runs on, a child of the run's that counts in this run, and
   /// its link to the run's token. Let go when quiet: the token holds this run as its count.
   private var inner: (child: CancellationToken, link: CancellationToken.Registration)?
+  /// For an adaptive limiter: when the run started and the weight then in flight; `nil` once
+  /// its end is reported.
+  private var sampled: (at: Duration, inFlight: Int)?
 
   init(_ function: LimitedFunction, _ token: CancellationToken, _ report: StageReport) {
     self.function = function
@@ -118,6 +126,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
 
   func admitted(_ input: AnyValue) {
     holdsSlot = true
+    if let sampler = function.sampler { sampled = sampler.started(weight: function.weight) }
     function.inner.start(input, token: inner!.child, sink: self)
   }
 
@@ -147,12 +156,17 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   private func becameQuiet() {
     inner = nil
     guard holdsSlot else { return }
+    // Its body gave no result: its weight is back all the same.
+    if let sampler = function.sampler, sampled.take() != nil {
+      sampler.left(weight: function.weight)
+    }
     function.gate.leave(
       weight: function.weight, succeeded: function.countsOutcomes ? succeeded : nil)
   }
 
   func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     succeeded = true
+    if let sampler = function.sampler { sample(sampler, error: nil) }
     guard function.deliversFirst else {
       release()
       return report.succeed(value)
@@ -164,6 +178,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
 
   func stageFailed(_ error: any Error, branch _: Int) {
     succeeded = false
+    if let sampler = function.sampler { sample(sampler, error: error) }
     guard function.deliversFirst else {
       release()
       return report.fail(error)
@@ -171,6 +186,15 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
     inner?.link.remove()
     report.fail(error)
     leave()
+  }
+
+  /// Reports the run's end to its adaptive limiter, before its slot goes to the next run, so
+  /// that a limit it lowers holds for that run.
+  private func sample(_ sampler: AdaptiveSampler, error: (any Error)?) {
+    guard let (at, inFlight) = sampled.take() else { return }
+    sampler.ended(
+      weight: function.weight, startedAt: at, inFlight: inFlight, error: error,
+      cancelled: error is CancellationError || waitsOn.isCancelled, observer: waitsOn.runObserver)
   }
 
   /// First, so that the slot limits this function, not what runs after it. The run's token

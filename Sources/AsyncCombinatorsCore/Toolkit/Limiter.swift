@@ -8,7 +8,8 @@ import AsyncCombinatorsKernel
 /// does not fit waits, and the runs behind it wait too, so a large weight is never starved.
 /// No thread is blocked while a run waits, and cancelling a waiting run takes it out of the
 /// queue at once. The ``QueueLimit`` decides when a run is rejected with ``LimitExceeded``
-/// instead of waiting.
+/// instead of waiting. A limiter made with ``init(adaptive:queue:isDrop:clock:)`` finds its
+/// concurrency itself, from the latency and the drops of its runs (<doc:AdaptiveLimits>).
 ///
 /// ```swift
 /// let backend = Limiter(concurrency: 2)
@@ -23,8 +24,25 @@ public final class Limiter: Sendable, CustomStringConvertible {
   let gate: Admission<LimitedRun>
   /// The most weight one run may take.
   let largestWeight: Int
+  /// For an adaptive limiter, what its runs report their starts and ends to; `nil` otherwise.
+  let sampler: AdaptiveSampler?
   /// `Limiter(concurrency: 8, queue: unbounded)`.
   public let description: String
+
+  /// The concurrency a run is admitted under now: fixed for
+  /// ``init(concurrency:queue:clock:file:line:)``, moving for
+  /// ``init(adaptive:queue:isDrop:clock:)``; `Int.max` for a limiter of starts per period; the
+  /// lowest of its limiters' for a chain, ``init(all:file:line:)``.
+  ///
+  /// ```swift
+  /// print(Limiter(concurrency: 3).limit)
+  /// print(Limiter(adaptive: .aimd(initial: 5)).limit)
+  /// // prints 3
+  /// // prints 5
+  /// ```
+  public var limit: Int {
+    gate.members.isEmpty ? gate.capacity : gate.members.lazy.map(\.capacity).min()!
+  }
 
   /// A limiter of work in flight: at most `concurrency` weight at once.
   ///
@@ -47,6 +65,7 @@ public final class Limiter: Sendable, CustomStringConvertible {
     if case .wait = queue.kind { timed = AdmissionClock(clock) }
     gate = Admission(capacity: concurrency, queue: queue, clock: timed)
     largestWeight = concurrency
+    sampler = nil
     description = "Limiter(concurrency: \(concurrency), queue: \(queue))"
   }
 
@@ -62,12 +81,66 @@ public final class Limiter: Sendable, CustomStringConvertible {
     gate = Admission(
       capacity: .max, queue: queue, rate: RateBudget(rate), clock: AdmissionClock(clock))
     largestWeight = rate.largestWeight
+    sampler = nil
     description = "Limiter(rate: \(rate), queue: \(queue))"
   }
 
-  init(gate: Admission<LimitedRun>, largestWeight: Int, description: String) {
+  /// A limiter of work in flight whose limit follows the latency and the drops of its runs.
+  ///
+  /// Each run that reaches a function limited by it is a sample (see ``AdaptiveLimit``): its
+  /// latency from start to result on `clock`, whether `isDrop` holds for its error, and the
+  /// weight in flight when it started. A cancelled run is no sample. When the limit falls, the
+  /// runs in flight go on and nobody starts until they are under it. A ``RunObserver`` of the
+  /// run whose sample moved the limit sees the move,
+  /// ``RunEvent/Kind/limitChanged``.
+  ///
+  /// Put a `timeout` inside the limited function, not around it: a run that times out inside
+  /// is a drop; one cancelled from outside is no sample.
+  ///
+  /// ```swift
+  /// let backend = Limiter(adaptive: .vegas(initial: 10, min: 2, max: 50))
+  /// let fetch = AsyncFunc<Int, Int>.sync(name: "fetch") { $0 * 2 }
+  /// print(try await fetch.limited(by: backend)(21))
+  /// print(backend.limit)
+  /// // prints 42
+  /// // prints 3
+  /// ```
+  ///
+  /// (The first sample starts a probe of the latency without load: the limit is pinned low
+  /// until a few runs have come back under it.)
+  ///
+  /// - Parameters:
+  ///   - adaptive: The algorithm and the bounds of the limit. A run's weight must not be above
+  ///     the limit's `min`.
+  ///   - queue: How many runs may wait, and for how long.
+  ///   - isDrop: Whether a run's error says the service is overloaded: by default a
+  ///     ``TimeoutError`` or a ``LimitExceeded``.
+  ///   - clock: The clock latencies and a ``QueueLimit/wait(_:file:line:)`` limit count on.
+  public convenience init<C: Clock>(
+    adaptive: AdaptiveLimit, queue: QueueLimit = .unbounded,
+    isDrop: @escaping @Sendable (any Error) -> Bool = {
+      $0 is TimeoutError || $0 is LimitExceeded
+    },
+    clock: C = ContinuousClock()
+  ) where C.Duration == Duration {
+    let timed = AdmissionClock(clock)
+    var waits: AdmissionClock?
+    if case .wait = queue.kind { waits = timed }
+    let gate = Admission<LimitedRun>(capacity: adaptive.initial, queue: queue, clock: waits)
+    let sampler = AdaptiveSampler(adaptive, gate: gate, isDrop: isDrop, elapsed: timed.elapsed)
+    self.init(
+      gate: gate, largestWeight: adaptive.min,
+      description: "Limiter(adaptive: \(adaptive), queue: \(queue))", sampler: sampler)
+    sampler.limiter = self
+  }
+
+  init(
+    gate: Admission<LimitedRun>, largestWeight: Int, description: String,
+    sampler: AdaptiveSampler? = nil
+  ) {
     self.gate = gate
     self.largestWeight = largestWeight
+    self.sampler = sampler
     self.description = description
   }
 }
@@ -108,6 +181,7 @@ extension AsyncFunc {
       file: file, line: line)
     let call =
       weight == 1 ? "limited(by: \(limiter))" : "limited(by: \(limiter), weight: \(weight))"
-    return limitedStage(LimitedFunction(limiter.gate, program, weight: weight), call: call)
+    return limitedStage(
+      LimitedFunction(limiter.gate, program, weight: weight, sampler: limiter.sampler), call: call)
   }
 }
