@@ -71,7 +71,7 @@ public final class WorkQueue: Sendable {
       limit >= 1, "WorkQueue(limit: \(limit)): the limit must be at least 1", file: file,
       line: line)
     var clock: AdmissionClock?
-    if case .wait = capacity.kind { clock = AdmissionClock(ContinuousClock()) }
+    if capacity.needsClock { clock = AdmissionClock(ContinuousClock()) }
     gate = Admission(capacity: limit, queue: capacity, clock: clock)
     capacityLimit = capacity
   }

@@ -39,6 +39,8 @@ struct AdmissionPlace {
   /// How many admissions it still waits for: more than one for a waiter that stands for a
   /// fold's elements not yet started (see ``Admission/enter(_:runs:)``).
   fileprivate var runs = 1
+  /// When it queued, on the gate's clock: kept for a CoDel limit alone, which measures waits.
+  fileprivate var queuedAt: Duration = .zero
 
   init() {}
 }
@@ -66,7 +68,9 @@ struct AdmissionClock: Sendable {
 /// also admits only as fast as the budget refills, on a timer. Waiting parks an object, not a
 /// thread. A waiter whose run is cancelled leaves the queue at once, is let go by the gate,
 /// and is turned away; those behind it are then admitted if they fit. The queue limit rejects
-/// waiters with ``LimitExceeded``, never with a cancellation.
+/// waiters with ``LimitExceeded``, never with a cancellation, and the lowest priority first: a
+/// newcomer past a count limit takes the place of the newest waiter of the lowest priority if
+/// its own is higher, and a CoDel limit keeps one state per priority (``CoDel``).
 ///
 /// Grants happen in a drain loop that at most one thread runs at a time, so a holder that
 /// finishes synchronously inside its grant frees its slot without recursing into the next
@@ -119,6 +123,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// carried in the step, so that the step is copied out of the lock without the existential.
   private enum Step {
     case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
+    /// A CoDel limit turns the waiter away; then the idle callbacks if it was the last.
+    case reject(
+      Waiter, CancellationToken.Registration?, expiry: CancellationToken?,
+      idle: [@Sendable () -> Void])
     /// Nothing more fits now; a rate budget refills enough for the head after `refillIn`, at
     /// `due` on the gate's clock: a refill timer to arm on `arm`. `disarm` is a refill timer's
     /// token to cancel, of a timer no longer needed.
@@ -147,6 +155,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var succeeded = 0
     var failed = 0
     var rate: RateBudget?
+    /// The controller of a CoDel queue limit.
+    var codel: CoDel?
     var isPaused = false
     /// Lanes with waiters, highest priority first.
     var lanes: [Lane] = []
@@ -171,9 +181,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// moves, to ask again.
     var chainWakers: [ObjectIdentifier: @Sendable () -> Void] = [:]
 
-    init(capacity: Int, rate: RateBudget?) {
+    init(capacity: Int, rate: RateBudget?, codel: CoDel?) {
       self.capacity = capacity
       self.rate = rate
+      self.codel = codel
     }
 
     /// Whether a waiter of `weight` and `priority` may start now, taking its slot if so.
@@ -338,6 +349,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       on clock: AdmissionClock?, input: inout AnyValue,
       members: ((_ weight: Int, _ priority: Int) -> MembersAnswer)? = nil
     ) -> Step {
+      var now = Duration.zero
+      if codel != nil, let clock {
+        now = clock.elapsed()
+        if let shed = shed(at: now) { return shed }
+      }
       guard !isPaused, !lanes.isEmpty, let head = lanes[0].first else {
         return .stop(refillIn: nil)
       }
@@ -357,6 +373,10 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       used += weight
       holders += 1
+      if codel != nil {
+        let wait = now - head.place.queuedAt
+        codel!.observe(wait, priority: head.place.priority, oldest: wait, at: now)
+      }
       if head.place.runs > 1 {
         // One of the runs it stands for starts; the rest keep its place at the head.
         head.place.runs -= 1
@@ -367,6 +387,38 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       swap(&input, &head.place.input)
       let expiry = head.place.expiry.take()
       return .admit(head, registration, expiry: expiry)
+    }
+
+    /// The first waiter a CoDel limit turns away at `now`, taken out: the oldest of a priority
+    /// that is overloaded, if it has waited too long.
+    ///
+    /// - Complexity: O(*p*) in the priorities waiting.
+    mutating func shed(at now: Duration) -> Step? {
+      for lane in lanes {
+        guard let head = lane.first else { continue }
+        let wait = now - head.place.queuedAt
+        guard codel!.sheds(priority: lane.priority, wait: wait, oldest: wait, at: now) else {
+          continue
+        }
+        codel!.observe(wait, priority: lane.priority, oldest: wait, at: now)
+        let registration = unlink(head)
+        head.place.input = ()
+        let expiry = head.place.expiry.take()
+        return .reject(head, registration, expiry: expiry, idle: takeIdleCallbacks())
+      }
+      return nil
+    }
+
+    /// Takes out the newest waiter of the lowest priority, for a newcomer of a higher one to
+    /// take its place: the waiter, its watch's registration to remove if it was the last on
+    /// it, and its wait limit's timer to cancel.
+    mutating func evictNewestOfLowest() -> (
+      Waiter, CancellationToken.Registration?, CancellationToken?
+    ) {
+      let newest = lanes[lanes.count - 1].last!
+      let registration = unlink(newest)
+      newest.place.input = ()
+      return (newest, registration, newest.place.expiry.take())
     }
 
     /// The idle callbacks to call, if nothing is admitted and nothing waits.
@@ -396,7 +448,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     capacity: Int, queue: QueueLimit = .unbounded, rate: RateBudget? = nil,
     clock: AdmissionClock? = nil, members: [Admission] = []
   ) {
-    state = Locked(State(capacity: capacity, rate: rate))
+    var codel: CoDel?
+    if case .codel(let target, let interval) = queue.kind {
+      codel = CoDel(target: target, interval: interval)
+    }
+    state = Locked(State(capacity: capacity, rate: rate, codel: codel))
     queueLimit = queue
     self.clock = clock
     self.members = members.sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
@@ -451,6 +507,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
     if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
     let timeLeft = clock?.timers.timeLeft(on: waiter.waitsOn)
+    var evicted:
+      (
+        waiter: Waiter, registration: CancellationToken.Registration?,
+        expiry: CancellationToken?, retryAfter: Duration?
+      )?
     let entry = state.withLock { state -> Entry in
       switch decide(&state, weight: weight, priority: priority, timeLeft: timeLeft) {
       case .admitted: return .admitted
@@ -461,7 +522,20 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       waiter.place.priority = priority
       waiter.place.input = input
       waiter.place.expiry = expiry?.child
-      guard let watch = state.enqueue(waiter) else { return .queued }
+      if state.codel != nil, let clock { waiter.place.queuedAt = clock.elapsed() }
+      // The count is reached and `decide` let it wait: its priority is above the lowest one
+      // waiting, whose newest waiter it replaces.
+      if case .count(let most) = queueLimit.kind, state.waitingCount >= most {
+        let (newest, registration, timer) = state.evictNewestOfLowest()
+        evicted = (newest, registration, timer, nil)
+      }
+      let watch = state.enqueue(waiter)
+      if let newest = evicted?.waiter {
+        // Its hint as it leaves: behind every waiter, the newcomer too.
+        evicted?.retryAfter = retryAfter(
+          state, weight: newest.place.weight, priority: newest.place.priority)
+      }
+      guard let watch else { return .queued }
       return .queuedWatching(watch)
     }
     switch entry {
@@ -469,6 +543,13 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     case .rejected(let retryAfter): return waiter.rejected(LimitExceeded(retryAfter: retryAfter))
     case .queued: break
     case .queuedWatching(let watch): register(watch, on: waiter.waitsOn)
+    }
+    if let evicted {
+      evicted.registration?.remove()
+      evicted.expiry?.cancel()
+      evicted.waiter.rejected(LimitExceeded(retryAfter: evicted.retryAfter))
+      // The head may have changed.
+      drain()
     }
     if let expiry, case .wait(let most) = queueLimit.kind, let clock {
       // A waiter admitted meanwhile has cancelled `child`: the timer then ends at once.
@@ -536,19 +617,28 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     _ state: inout State, weight: Int, priority: Int, timeLeft: Duration? = nil
   ) -> Attempt {
     if members.isEmpty {
-      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
+      if state.admitNow(weight: weight, priority: priority, on: clock) {
+        if state.codel != nil { observeAtOnce(&state, priority: priority) }
+        return .admitted
+      }
     } else if !state.isPaused, state.lanes.isEmpty || state.lanes[0].priority < priority,
       Self.takeAll(members[...], weight: weight, priority: priority)
     {
       state.used += weight
       state.holders += 1
+      if state.codel != nil { observeAtOnce(&state, priority: priority) }
       return .admitted
     }
     switch queueLimit.kind {
     case .none:
       return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     case .count(let most) where state.waitingCount >= most:
-      return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
+      // The lowest priority is turned away: the newest waiter of the lowest one waiting, if
+      // below this run's, which `enter` then takes out; else this run.
+      guard let lowest = state.lanes.last, lowest.priority < priority else {
+        return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
+      }
+      fallthrough
     default:
       if let timeLeft, let wait = retryAfter(state, weight: weight, priority: priority),
         wait > .zero, wait >= timeLeft
@@ -557,6 +647,13 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       return .waits
     }
+  }
+
+  /// A run of `priority` admitted at once waited nothing: the shortest wait there is, which
+  /// tells a CoDel limit that its priority is not overloaded. None of its priority waits.
+  private func observeAtOnce(_ state: inout State, priority: Int) {
+    let now = clock?.elapsed() ?? .zero
+    state.codel!.observe(.zero, priority: priority, oldest: nil, at: now)
   }
 
   /// How long until a run of `weight` and `priority`, turned away now, could be admitted:
@@ -726,6 +823,11 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         registration?.remove()
         expiry?.cancel()
         waiter.admitted(input)
+      case .reject(let waiter, let registration, let expiry, let idle):
+        registration?.remove()
+        expiry?.cancel()
+        waiter.rejected(LimitExceeded(retryAfter: nil))
+        for callback in idle { callback() }
       case .stop(let refillIn, _, let arm, let disarm):
         disarm?.cancel()
         guard let refillIn, let arm, let clock else { return }
