@@ -91,23 +91,22 @@ public struct QueueLimit: Sendable, Hashable, CustomStringConvertible {
   ///
   /// Controlled delay (Nichols and Jacobson's CoDel, in the form folly's `Codel` gives it for
   /// request queues) keeps a queue short under overload without a count to guess: a queue
-  /// that empties now and then is a buffer and is left alone, one that never gets its waits
-  /// under `target` for a whole `interval` is a standing queue and is cut. Each priority has
-  /// its own state, measured in windows of `interval` on the limiter's clock:
+  /// that empties now and then is a buffer and is left alone; one whose waits never get down
+  /// to `target` for a whole `interval` is a standing queue, and is cut. Each priority is
+  /// measured on its own, on the limiter's clock:
   ///
-  /// - A run's wait is measured as it leaves the queue: admitted (zero when admitted at
-  ///   once), or turned away. When a window ends, its priority is *overloaded* for the next
-  ///   window if the shortest wait of the window, or the wait so far of its oldest waiter
-  ///   if shorter, was above `target`; a window with neither is not overloaded.
+  /// - A priority saw a short wait when its queue was last empty, or when one of its runs was
+  ///   last admitted after waiting at most `target`. Once that is `interval` ago or more, the
+  ///   priority is *overloaded*.
   /// - While its priority is overloaded, a waiter that has waited longer than twice `target`
-  ///   is turned away, as runs arrive and leave. The admitted runs' waits then stay between
-  ///   `target` and twice it, which keeps the priority overloaded as long as the overload
-  ///   lasts, instead of letting the queue grow back every other window.
+  ///   is turned away, oldest first, as runs arrive and leave. The admitted then wait between
+  ///   `target` and twice it, which keeps the priority overloaded while the overload lasts,
+  ///   instead of letting the queue grow back for an interval each time one run gets in fast.
   ///
-  /// Below capacity nobody waits, so nothing is turned away. Under overload the runs of the
-  /// lowest priority wait longest and are shed first, while a priority that gets its slots
-  /// quickly is never shed: one state for all would see only the short waits of the runs
-  /// admitted first.
+  /// Below capacity nobody waits, so nothing is turned away, and a burst that drains is let
+  /// through. Under overload the runs of the lowest priority wait longest and are shed first,
+  /// while a priority that gets its slots quickly is never shed: one state for all would see
+  /// only the short waits of the runs admitted first.
   ///
   /// ```swift
   /// let backend = Limiter(concurrency: 8, queue: .codel(target: .milliseconds(5)))

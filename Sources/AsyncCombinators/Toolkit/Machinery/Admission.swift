@@ -70,7 +70,7 @@ struct AdmissionClock: Sendable {
 /// and is turned away; those behind it are then admitted if they fit. The queue limit rejects
 /// waiters with ``LimitExceeded``, never with a cancellation, and the lowest priority first: a
 /// newcomer past a count limit takes the place of the newest waiter of the lowest priority if
-/// its own is higher, and a CoDel limit keeps one state per priority (``CoDel``).
+/// its own is higher, and a CoDel limit (``CoDel``) measures each priority's waits on its own.
 ///
 /// Grants happen in a drain loop that at most one thread runs at a time, so a holder that
 /// finishes synchronously inside its grant frees its slot without recursing into the next
@@ -108,6 +108,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     let priority: Int
     var first: Waiter?
     unowned(unsafe) var last: Waiter?
+    /// For a CoDel limit: when, on the gate's clock, the lane last saw a short wait; made as
+    /// its first waiter queues, since its priority's queue was empty until then.
+    var lastShort: Duration = .zero
   }
 
   /// What ``enter(_:input:weight:priority:)`` found.
@@ -155,7 +158,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var succeeded = 0
     var failed = 0
     var rate: RateBudget?
-    /// The controller of a CoDel queue limit.
+    /// The rule of a CoDel queue limit; its state is in the lanes.
     var codel: CoDel?
     var isPaused = false
     /// Lanes with waiters, highest priority first.
@@ -277,7 +280,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       var index = 0
       while index < lanes.count && lanes[index].priority > priority { index += 1 }
       if index == lanes.count || lanes[index].priority != priority {
-        lanes.insert(Lane(priority: priority, first: waiter, last: waiter), at: index)
+        let lane = Lane(
+          priority: priority, first: waiter, last: waiter, lastShort: waiter.place.queuedAt)
+        lanes.insert(lane, at: index)
       } else {
         let last = lanes[index].last!
         last.place.next = waiter
@@ -373,9 +378,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       used += weight
       holders += 1
-      if codel != nil {
-        let wait = now - head.place.queuedAt
-        codel!.observe(wait, priority: head.place.priority, oldest: wait, at: now)
+      if let codel {
+        lanes[0].lastShort = codel.lastShort(
+          lanes[0].lastShort, admittedAfter: now - head.place.queuedAt, at: now)
       }
       if head.place.runs > 1 {
         // One of the runs it stands for starts; the rest keep its place at the head.
@@ -395,12 +400,9 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// - Complexity: O(*p*) in the priorities waiting.
     mutating func shed(at now: Duration) -> Step? {
       for lane in lanes {
-        guard let head = lane.first else { continue }
-        let wait = now - head.place.queuedAt
-        guard codel!.sheds(priority: lane.priority, wait: wait, oldest: wait, at: now) else {
-          continue
-        }
-        codel!.observe(wait, priority: lane.priority, oldest: wait, at: now)
+        guard let head = lane.first,
+          codel!.sheds(wait: now - head.place.queuedAt, lastShort: lane.lastShort, at: now)
+        else { continue }
         let registration = unlink(head)
         head.place.input = ()
         let expiry = head.place.expiry.take()
@@ -617,16 +619,12 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
     _ state: inout State, weight: Int, priority: Int, timeLeft: Duration? = nil
   ) -> Attempt {
     if members.isEmpty {
-      if state.admitNow(weight: weight, priority: priority, on: clock) {
-        if state.codel != nil { observeAtOnce(&state, priority: priority) }
-        return .admitted
-      }
+      if state.admitNow(weight: weight, priority: priority, on: clock) { return .admitted }
     } else if !state.isPaused, state.lanes.isEmpty || state.lanes[0].priority < priority,
       Self.takeAll(members[...], weight: weight, priority: priority)
     {
       state.used += weight
       state.holders += 1
-      if state.codel != nil { observeAtOnce(&state, priority: priority) }
       return .admitted
     }
     switch queueLimit.kind {
@@ -647,13 +645,6 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       return .waits
     }
-  }
-
-  /// A run of `priority` admitted at once waited nothing: the shortest wait there is, which
-  /// tells a CoDel limit that its priority is not overloaded. None of its priority waits.
-  private func observeAtOnce(_ state: inout State, priority: Int) {
-    let now = clock?.elapsed() ?? .zero
-    state.codel!.observe(.zero, priority: priority, oldest: nil, at: now)
   }
 
   /// How long until a run of `weight` and `priority`, turned away now, could be admitted:
