@@ -116,6 +116,14 @@ private final class Outcomes: Sendable {
     #expect(order == [0, 2])
   }
 
+  @Test func a_work_queue_with_codel_measures_waits_on_its_clock() {
+    let queue = WorkQueue(limit: 1, capacity: .codel())
+    #expect(queue.gate.clock != nil)
+    #expect(
+      "\(queue)"
+        == "WorkQueue(limit: 1, capacity: codel(target: 0.005 seconds, interval: 0.1 seconds))")
+  }
+
   @Test func a_fixed_limiter_without_priorities_keeps_arrival_order_and_its_count() {
     let parking = Parking<Int, Int>()
     let limited = parking.function.limited(by: Limiter(concurrency: 1, queue: .count(2)))
