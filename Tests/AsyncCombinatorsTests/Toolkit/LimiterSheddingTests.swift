@@ -397,3 +397,43 @@ private final class CoDelSimulation: Sendable {
     #expect(tokens.withLock { $0.allSatisfy { $0.registrationCount == 0 } })
   }
 }
+
+/// The CoDel rule on a gate with no run around it, on a `TestClock`.
+@Suite struct CoDelRuleTests {
+  typealias Waiter = LimitTests.TestWaiter
+
+  @Test func a_priority_sheds_once_its_last_short_wait_is_an_interval_ago() {
+    let clock = TestClock()
+    let gate = Admission<Waiter>(
+      capacity: 1, queue: .codel(target: .milliseconds(5), interval: .milliseconds(100)),
+      clock: AdmissionClock(clock))
+    let rejected = Recorder<Int>()
+    let started = Recorder<Int>()
+    func enter(_ index: Int, priority: Int = 0) {
+      let waiter = Waiter(
+        on: CancellationToken(), rejected: { _ in rejected.record(index) },
+        admitted: { started.record(index) })
+      gate.enter(waiter, input: (), priority: priority)
+    }
+    enter(0)  // holds the slot
+    enter(1)  // makes the lane: its queue was empty until now
+    clock.advance(by: .milliseconds(99))
+    enter(2)
+    #expect(rejected.all.isEmpty)  // 1 has waited long, but not an interval of long waits
+    clock.advance(by: .milliseconds(1))
+    enter(3)
+    #expect(rejected.all == [1])  // 2 has waited 1 ms: within twice the target, it stays
+    enter(4, priority: 1)  // another priority, with its own state
+    clock.advance(by: .milliseconds(11))
+    enter(5)
+    // 2 and 3 have waited longer than twice the target: shed. 4 has too, but its priority
+    // last saw a short wait as it came, 11 ms ago.
+    #expect(rejected.all == [1, 2, 3])
+    gate.leave()
+    #expect(started.all == [0, 4])
+    gate.leave()
+    #expect(started.all == [0, 4, 5])
+    gate.leave()
+    #expect(gate.counts.admitted == 0 && gate.counts.waiting == 0)
+  }
+}
