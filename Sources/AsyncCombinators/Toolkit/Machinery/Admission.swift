@@ -4,7 +4,7 @@ import Synchronization
 /// the queue, so waiting allocates nothing beside it.
 protocol AdmissionWaiter: AnyObject, Sendable {
   /// Its place in the queue; read and written only under the gate's lock.
-  var place: AdmissionPlace { get set }
+  var place: AdmissionPlace<Self> { get set }
   /// The token whose cancellation turns it away while it waits.
   var waitsOn: CancellationToken { get }
   /// It has a slot: start now on `input`, and call the gate's
@@ -20,14 +20,23 @@ protocol AdmissionWaiter: AnyObject, Sendable {
 ///
 /// The queue is intrusive: a waiter is linked to its neighbours in its priority's lane and
 /// on its token's watch, both ways, so taking any waiter out is O(1), and a waiter that leaves
-/// is held by nothing of the gate's from that moment.
-struct AdmissionPlace {
+/// is held by nothing of the gate's from that moment. Typed by the waiter, so that following
+/// a link needs no cast.
+///
+/// Only the `next` links own: a lane holds its first waiter, each waiter the one behind it.
+/// Every other link (`previous`, the watch's links, a lane's and a watch's `last`) points at
+/// a waiter so held, and is `unowned(unsafe)`: it never outlives its target, because
+/// `unlink` clears every link to and from a waiter, under the gate's lock, before anything
+/// lets the waiter go, and the gate's `deinit` follows only the owning links. A
+/// counted link there would add reference counting to every link and unlink, for an
+/// invariant that this one function keeps.
+struct AdmissionPlace<Waiter: AnyObject> {
   /// The waiter behind this one in its lane; the lane owns its waiters through these links.
-  fileprivate var next: AnyObject?
-  fileprivate unowned(unsafe) var previous: AnyObject?
+  fileprivate var next: Waiter?
+  fileprivate unowned(unsafe) var previous: Waiter?
   /// The waiters before and after it on the same token, in arrival order.
-  fileprivate unowned(unsafe) var nextInWatch: AnyObject?
-  fileprivate unowned(unsafe) var previousInWatch: AnyObject?
+  fileprivate unowned(unsafe) var nextInWatch: Waiter?
+  fileprivate unowned(unsafe) var previousInWatch: Waiter?
   /// The input it will start on, given to it when admitted and dropped when it leaves.
   fileprivate var input: AnyValue = ()
   /// Linked in a lane: neither admitted, turned away nor rejected yet.
@@ -247,7 +256,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
         var next = lane.first
         while let waiter = next {
           weights.append(contentsOf: repeatElement(waiter.place.weight, count: waiter.place.runs))
-          next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
+          next = waiter.place.next
         }
       }
       return weights
@@ -312,8 +321,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       let priority = waiter.place.priority
       var index = 0
       while lanes[index].priority != priority { index += 1 }
-      let next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
-      let previous = waiter.place.previous.map { unsafeDowncast($0, to: Waiter.self) }
+      let next = waiter.place.next
+      let previous = waiter.place.previous
       waiter.place.next = nil
       waiter.place.previous = nil
       if let previous { previous.place.next = next } else { lanes[index].first = next }
@@ -321,10 +330,8 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       if lanes[index].first == nil { lanes.remove(at: index) }
 
       let watch = watch(for: ObjectIdentifier(waiter.waitsOn))!
-      let nextOnToken = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
-      let previousOnToken = waiter.place.previousInWatch.map {
-        unsafeDowncast($0, to: Waiter.self)
-      }
+      let nextOnToken = waiter.place.nextInWatch
+      let previousOnToken = waiter.place.previousInWatch
       waiter.place.nextInWatch = nil
       waiter.place.previousInWatch = nil
       if let previousOnToken {
@@ -466,7 +473,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       for index in state.lanes.indices {
         var next = state.lanes[index].first.take()
         while let waiter = next {
-          next = waiter.place.next.take().map { unsafeDowncast($0, to: Waiter.self) }
+          next = waiter.place.next.take()
         }
       }
     }
@@ -845,7 +852,7 @@ final class Admission<Waiter: AdmissionWaiter>: Sendable {
       var expiries: [CancellationToken] = []
       var next = watch.first
       while let waiter = next {
-        next = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
+        next = waiter.place.nextInWatch
         _ = state.unlink(waiter)
         waiter.place.input = ()
         if let expiry = waiter.place.expiry.take() { expiries.append(expiry) }
