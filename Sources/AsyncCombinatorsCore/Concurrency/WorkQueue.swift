@@ -61,7 +61,7 @@ public final class WorkQueue: Sendable {
   /// - Parameters:
   ///   - limit: How many jobs run at once; at least 1.
   ///   - capacity: How many jobs may wait, and for how long (on the continuous clock); a job
-  ///     turned away fails with ``LimitExceeded``.
+  ///     turned away fails with ``LimitExceeded``, the lowest priority first.
   ///   - file: The caller's file, named when `limit` is out of range.
   ///   - line: The caller's line, named when `limit` is out of range.
   public init(
@@ -72,7 +72,7 @@ public final class WorkQueue: Sendable {
       limit >= 1, "WorkQueue(limit: \(limit)): the limit must be at least 1", file: file,
       line: line)
     var clock: AdmissionClock?
-    if case .wait = capacity.kind { clock = AdmissionClock(ContinuousClock()) }
+    if capacity.needsClock { clock = AdmissionClock(ContinuousClock()) }
     gate = Admission(capacity: limit, queue: capacity, clock: clock)
     capacityLimit = capacity
   }

@@ -14,7 +14,8 @@ extension Limiter {
   /// ahead of it.
   ///
   /// The chain's queue limit is the strictest of its limiters': `.none` if one has it, else
-  /// the smallest `.count(n)`, else the shortest `.wait(d)`, else `.unbounded`. A rejected
+  /// the smallest `.count(n)`, else the shortest `.wait(d)`, else the `.codel` of the
+  /// shortest target, else `.unbounded`. A rejected
   /// run's ``LimitExceeded/retryAfter`` is the longest of the hints of the limiters that
   /// turned it away (`nil` when none of them can tell). A chain in `limiters` counts as its
   /// own limiters; a limiter given twice counts once. The limiters may be shared with other
@@ -68,20 +69,24 @@ extension Limiter {
 
 extension QueueLimit {
   /// The strictest of `limits`: `.none` if one is, else the smallest count, else the shortest
-  /// wait, else `.unbounded`.
+  /// wait, else the CoDel of the shortest target, else `.unbounded`.
   static func strictest(of limits: [QueueLimit]) -> QueueLimit {
     var count: Int?
     var wait: Duration?
+    var codel: QueueLimit?
     for limit in limits {
       switch limit.kind {
       case .none: return .none
       case .count(let n): count = min(count ?? n, n)
       case .wait(let d): wait = min(wait ?? d, d)
+      case .codel(let target, _):
+        if case .codel(let shortest, _)? = codel?.kind, shortest <= target { break }
+        codel = limit
       case .unbounded: break
       }
     }
     if let count { return .count(count) }
     if let wait { return .wait(wait) }
-    return .unbounded
+    return codel ?? .unbounded
   }
 }

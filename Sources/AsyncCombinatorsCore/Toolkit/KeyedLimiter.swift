@@ -219,7 +219,7 @@ extension AsyncFunc {
   /// Runs this function through the limiter of its input's key in `limiter`.
   ///
   /// Each run finds its key's limiter, made on the key's first run, and goes through it as
-  /// ``limited(by:weight:file:line:)`` goes through a ``Limiter``: it takes `weight` when it
+  /// ``limited(by:weight:priority:file:line:)`` goes through a ``Limiter``: it takes `weight` when it
   /// starts, waits in that key's queue, and is rejected by that key's queue limit. Runs of
   /// different keys never wait on each other.
   ///

@@ -103,7 +103,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   private let function: LimitedFunction
   private let report: StageReport
   let waitsOn: CancellationToken
-  var place = AdmissionPlace()
+  var place = AdmissionPlace<LimitedRun>()
   private var holdsSlot = false
   /// How the inner function ended; written once, before the count can go quiet.
   private var succeeded: Bool?

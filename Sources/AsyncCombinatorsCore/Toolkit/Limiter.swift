@@ -4,12 +4,14 @@ import AsyncCombinatorsKernel
 /// many starts per period, across every function limited by it.
 ///
 /// Make one limiter per backend and limit each function that calls that backend with
-/// ``AsyncFunc/limited(by:weight:file:line:)``. Runs wait in arrival order; a run whose weight
-/// does not fit waits, and the runs behind it wait too, so a large weight is never starved.
-/// No thread is blocked while a run waits, and cancelling a waiting run takes it out of the
-/// queue at once. The ``QueueLimit`` decides when a run is rejected with ``LimitExceeded``
-/// instead of waiting. A limiter made with ``init(adaptive:queue:isDrop:clock:)`` finds its
-/// concurrency itself, from the latency and the drops of its runs (<doc:AdaptiveLimits>).
+/// ``AsyncFunc/limited(by:weight:priority:file:line:)``. Runs wait highest priority first, in
+/// arrival order within a priority; a run whose weight does not fit waits, and the runs behind
+/// it wait too, so a large weight is never starved. No thread is blocked while a run waits,
+/// and cancelling a waiting run takes it out of the queue at once. The ``QueueLimit`` decides
+/// when a run is rejected with ``LimitExceeded`` instead of waiting, and which: the lowest
+/// priority first.
+/// A limiter made with ``init(adaptive:queue:isDrop:clock:)`` finds its concurrency itself,
+/// from the latency and the drops of its runs (<doc:AdaptiveLimits>).
 ///
 /// ```swift
 /// let backend = Limiter(concurrency: 2)
@@ -62,7 +64,7 @@ public final class Limiter: Sendable, CustomStringConvertible {
       concurrency >= 1, "Limiter(concurrency: \(concurrency)): the concurrency must be at least 1",
       file: file, line: line)
     var timed: AdmissionClock?
-    if case .wait = queue.kind { timed = AdmissionClock(clock) }
+    if queue.needsClock { timed = AdmissionClock(clock) }
     gate = Admission(capacity: concurrency, queue: queue, clock: timed)
     largestWeight = concurrency
     sampler = nil
@@ -154,11 +156,23 @@ extension AsyncFunc {
   /// out sooner. A run the limiter's queue limit rejects fails with ``LimitExceeded`` and
   /// starts nothing; a run cancelled while it waits fails with `CancellationError` at once.
   ///
+  /// `priority` orders the waiting runs of one limiter and decides which are turned away first.
+  /// Waiting runs start highest priority first, in arrival order within a priority. A
+  /// ``QueueLimit`` turns away the lowest priority: past ``QueueLimit/count(_:file:line:)``,
+  /// a newcomer of a higher priority than some waiter takes the place of the newest waiter of
+  /// the lowest priority, which fails with ``LimitExceeded``, and a newcomer whose priority is
+  /// no higher than any waiter's is the one turned away; ``QueueLimit/codel(target:interval:file:line:)``
+  /// keeps one state per priority, so the lowest wait longest and are shed first.
+  ///
   /// ```swift
   /// let backend = Limiter(concurrency: 4)
   /// let small = AsyncFunc<Int, Int>.sync(name: "small") { $0 + 1 }.limited(by: backend)
+  /// let health = AsyncFunc<Int, Int>.sync(name: "health") { $0 }
+  ///   .limited(by: backend, priority: .high)
   /// print(try await small(1))
+  /// print(health)
   /// // prints 2
+  /// // prints health.limited(by: Limiter(concurrency: 4, queue: unbounded), priority: high)
   /// ```
   ///
   /// - Precondition: `weight` is from 1 to the limiter's largest weight: its concurrency, or its
@@ -168,20 +182,28 @@ extension AsyncFunc {
   ///   - limiter: The shared limiter.
   ///   - weight: How much of the limiter a run takes; from 1 to the limiter's concurrency
   ///     (or its burst, for a rate).
+  ///   - priority: Where its runs wait among the limiter's waiting runs, and which are turned
+  ///     away first.
   ///   - file: The caller's file, named when `weight` is out of range.
   ///   - line: The caller's line, named when `weight` is out of range.
   /// - Returns: A function with the same input and output, limited.
-  /// - Complexity: O(1) amortized per run to enter and leave the limiter.
+  /// - Complexity: O(1) amortized per run to enter and leave the limiter; O(*p*) in the
+  ///   priorities waiting for a run that waits.
   public func limited(
-    by limiter: Limiter, weight: Int = 1, file: StaticString = #fileID, line: UInt = #line
+    by limiter: Limiter, weight: Int = 1, priority: WorkQueue.Priority = .normal,
+    file: StaticString = #fileID, line: UInt = #line
   ) -> AsyncFunc {
     require(
       weight >= 1 && weight <= limiter.largestWeight,
       "limited(by:weight: \(weight)): the weight must be from 1 to \(limiter.largestWeight)",
       file: file, line: line)
-    let call =
-      weight == 1 ? "limited(by: \(limiter))" : "limited(by: \(limiter), weight: \(weight))"
-    return limitedStage(
-      LimitedFunction(limiter.gate, program, weight: weight, sampler: limiter.sampler), call: call)
+    var call = "limited(by: \(limiter)"
+    if weight != 1 { call += ", weight: \(weight)" }
+    if priority != .normal { call += ", priority: \(priority)" }
+    call += ")"
+    let function = LimitedFunction(
+      limiter.gate, program, weight: weight, priority: priority.value,
+      sampler: limiter.sampler)
+    return limitedStage(function, call: call)
   }
 }

@@ -4,7 +4,7 @@ import Synchronization
 /// the queue, so waiting allocates nothing beside it.
 package protocol AdmissionWaiter: AnyObject, Sendable {
   /// Its place in the queue; read and written only under the gate's lock.
-  var place: AdmissionPlace { get set }
+  var place: AdmissionPlace<Self> { get set }
   /// The token whose cancellation turns it away while it waits.
   var waitsOn: CancellationToken { get }
   /// It has a slot: start now on `input`, and call the gate's
@@ -20,14 +20,23 @@ package protocol AdmissionWaiter: AnyObject, Sendable {
 ///
 /// The queue is intrusive: a waiter is linked to its neighbours in its priority's lane and
 /// on its token's watch, both ways, so taking any waiter out is O(1), and a waiter that leaves
-/// is held by nothing of the gate's from that moment.
-package struct AdmissionPlace {
+/// is held by nothing of the gate's from that moment. Typed by the waiter, so that following
+/// a link needs no cast.
+///
+/// Only the `next` links own: a lane holds its first waiter, each waiter the one behind it.
+/// Every other link (`previous`, the watch's links, a lane's and a watch's `last`) points at
+/// a waiter so held, and is `unowned(unsafe)`: it never outlives its target, because
+/// `unlink` clears every link to and from a waiter, under the gate's lock, before anything
+/// lets the waiter go, and the gate's `deinit` follows only the owning links. A
+/// counted link there would add reference counting to every link and unlink, for an
+/// invariant that this one function keeps.
+package struct AdmissionPlace<Waiter: AnyObject> {
   /// The waiter behind this one in its lane; the lane owns its waiters through these links.
-  fileprivate var next: AnyObject?
-  fileprivate unowned(unsafe) var previous: AnyObject?
+  fileprivate var next: Waiter?
+  fileprivate unowned(unsafe) var previous: Waiter?
   /// The waiters before and after it on the same token, in arrival order.
-  fileprivate unowned(unsafe) var nextInWatch: AnyObject?
-  fileprivate unowned(unsafe) var previousInWatch: AnyObject?
+  fileprivate unowned(unsafe) var nextInWatch: Waiter?
+  fileprivate unowned(unsafe) var previousInWatch: Waiter?
   /// The input it will start on, given to it when admitted and dropped when it leaves.
   fileprivate var input: AnyValue = ()
   /// Linked in a lane: neither admitted, turned away nor rejected yet.
@@ -39,6 +48,8 @@ package struct AdmissionPlace {
   /// How many admissions it still waits for: more than one for a waiter that stands for a
   /// fold's elements not yet started (see ``Admission/enter(_:runs:)``).
   fileprivate var runs = 1
+  /// When it queued, on the gate's clock: kept for a CoDel limit alone, which measures waits.
+  fileprivate var queuedAt: Duration = .zero
 
   package init() {}
 }
@@ -66,7 +77,9 @@ package struct AdmissionClock: Sendable {
 /// also admits only as fast as the budget refills, on a timer. Waiting parks an object, not a
 /// thread. A waiter whose run is cancelled leaves the queue at once, is let go by the gate,
 /// and is turned away; those behind it are then admitted if they fit. The queue limit rejects
-/// waiters with ``LimitExceeded``, never with a cancellation.
+/// waiters with ``LimitExceeded``, never with a cancellation, and the lowest priority first: a
+/// newcomer past a count limit takes the place of the newest waiter of the lowest priority if
+/// its own is higher, and a CoDel limit (``CoDel``) measures each priority's waits on its own.
 ///
 /// Grants happen in a drain loop that at most one thread runs at a time, so a holder that
 /// finishes synchronously inside its grant frees its slot without recursing into the next
@@ -104,6 +117,9 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     let priority: Int
     var first: Waiter?
     unowned(unsafe) var last: Waiter?
+    /// For a CoDel limit: when, on the gate's clock, the lane last saw a short wait; made as
+    /// its first waiter queues, since its priority's queue was empty until then.
+    var lastShort: Duration = .zero
   }
 
   /// What ``enter(_:input:weight:priority:)`` found.
@@ -119,6 +135,10 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// carried in the step, so that the step is copied out of the lock without the existential.
   private enum Step {
     case admit(Waiter, CancellationToken.Registration?, expiry: CancellationToken?)
+    /// A CoDel limit turns the waiter away; then the idle callbacks if it was the last.
+    case reject(
+      Waiter, CancellationToken.Registration?, expiry: CancellationToken?,
+      idle: [@Sendable () -> Void])
     /// Nothing more fits now; a rate budget refills enough for the head after `refillIn`, at
     /// `due` on the gate's clock: a refill timer to arm on `arm`. `disarm` is a refill timer's
     /// token to cancel, of a timer no longer needed.
@@ -147,6 +167,8 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var succeeded = 0
     var failed = 0
     var rate: RateBudget?
+    /// The rule of a CoDel queue limit; its state is in the lanes.
+    var codel: CoDel?
     var isPaused = false
     /// Lanes with waiters, highest priority first.
     var lanes: [Lane] = []
@@ -171,9 +193,10 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     /// moves, to ask again.
     var chainWakers: [ObjectIdentifier: @Sendable () -> Void] = [:]
 
-    init(capacity: Int, rate: RateBudget?) {
+    init(capacity: Int, rate: RateBudget?, codel: CoDel?) {
       self.capacity = capacity
       self.rate = rate
+      self.codel = codel
     }
 
     /// Whether a waiter of `weight` and `priority` may start now, taking its slot if so.
@@ -233,7 +256,7 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
         var next = lane.first
         while let waiter = next {
           weights.append(contentsOf: repeatElement(waiter.place.weight, count: waiter.place.runs))
-          next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
+          next = waiter.place.next
         }
       }
       return weights
@@ -266,7 +289,9 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       var index = 0
       while index < lanes.count && lanes[index].priority > priority { index += 1 }
       if index == lanes.count || lanes[index].priority != priority {
-        lanes.insert(Lane(priority: priority, first: waiter, last: waiter), at: index)
+        let lane = Lane(
+          priority: priority, first: waiter, last: waiter, lastShort: waiter.place.queuedAt)
+        lanes.insert(lane, at: index)
       } else {
         let last = lanes[index].last!
         last.place.next = waiter
@@ -296,8 +321,8 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       let priority = waiter.place.priority
       var index = 0
       while lanes[index].priority != priority { index += 1 }
-      let next = waiter.place.next.map { unsafeDowncast($0, to: Waiter.self) }
-      let previous = waiter.place.previous.map { unsafeDowncast($0, to: Waiter.self) }
+      let next = waiter.place.next
+      let previous = waiter.place.previous
       waiter.place.next = nil
       waiter.place.previous = nil
       if let previous { previous.place.next = next } else { lanes[index].first = next }
@@ -305,10 +330,8 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       if lanes[index].first == nil { lanes.remove(at: index) }
 
       let watch = watch(for: ObjectIdentifier(waiter.waitsOn))!
-      let nextOnToken = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
-      let previousOnToken = waiter.place.previousInWatch.map {
-        unsafeDowncast($0, to: Waiter.self)
-      }
+      let nextOnToken = waiter.place.nextInWatch
+      let previousOnToken = waiter.place.previousInWatch
       waiter.place.nextInWatch = nil
       waiter.place.previousInWatch = nil
       if let previousOnToken {
@@ -338,6 +361,11 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       on clock: AdmissionClock?, input: inout AnyValue,
       members: ((_ weight: Int, _ priority: Int) -> MembersAnswer)? = nil
     ) -> Step {
+      var now = Duration.zero
+      if codel != nil, let clock {
+        now = clock.elapsed()
+        if let shed = shed(at: now) { return shed }
+      }
       guard !isPaused, !lanes.isEmpty, let head = lanes[0].first else {
         return .stop(refillIn: nil)
       }
@@ -357,6 +385,10 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       }
       used += weight
       holders += 1
+      if let codel {
+        lanes[0].lastShort = codel.lastShort(
+          lanes[0].lastShort, admittedAfter: now - head.place.queuedAt, at: now)
+      }
       if head.place.runs > 1 {
         // One of the runs it stands for starts; the rest keep its place at the head.
         head.place.runs -= 1
@@ -367,6 +399,35 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       swap(&input, &head.place.input)
       let expiry = head.place.expiry.take()
       return .admit(head, registration, expiry: expiry)
+    }
+
+    /// The first waiter a CoDel limit turns away at `now`, taken out: the oldest of a priority
+    /// that is overloaded, if it has waited too long.
+    ///
+    /// - Complexity: O(*p*) in the priorities waiting.
+    mutating func shed(at now: Duration) -> Step? {
+      for lane in lanes {
+        guard let head = lane.first,
+          codel!.sheds(wait: now - head.place.queuedAt, lastShort: lane.lastShort, at: now)
+        else { continue }
+        let registration = unlink(head)
+        head.place.input = ()
+        let expiry = head.place.expiry.take()
+        return .reject(head, registration, expiry: expiry, idle: takeIdleCallbacks())
+      }
+      return nil
+    }
+
+    /// Takes out the newest waiter of the lowest priority, for a newcomer of a higher one to
+    /// take its place: the waiter, its watch's registration to remove if it was the last on
+    /// it, and its wait limit's timer to cancel.
+    mutating func evictNewestOfLowest() -> (
+      Waiter, CancellationToken.Registration?, CancellationToken?
+    ) {
+      let newest = lanes[lanes.count - 1].last!
+      let registration = unlink(newest)
+      newest.place.input = ()
+      return (newest, registration, newest.place.expiry.take())
     }
 
     /// The idle callbacks to call, if nothing is admitted and nothing waits.
@@ -396,7 +457,11 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     capacity: Int, queue: QueueLimit = .unbounded, rate: RateBudget? = nil,
     clock: AdmissionClock? = nil, members: [Admission] = []
   ) {
-    state = Locked(State(capacity: capacity, rate: rate))
+    var codel: CoDel?
+    if case .codel(let target, let interval) = queue.kind {
+      codel = CoDel(target: target, interval: interval)
+    }
+    state = Locked(State(capacity: capacity, rate: rate, codel: codel))
     queueLimit = queue
     self.clock = clock
     self.members = members.sorted { ObjectIdentifier($0) < ObjectIdentifier($1) }
@@ -408,7 +473,7 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       for index in state.lanes.indices {
         var next = state.lanes[index].first.take()
         while let waiter = next {
-          next = waiter.place.next.take().map { unsafeDowncast($0, to: Waiter.self) }
+          next = waiter.place.next.take()
         }
       }
     }
@@ -451,6 +516,11 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     var expiry: (child: CancellationToken, link: CancellationToken.Registration)?
     if case .wait = queueLimit.kind { expiry = waiter.waitsOn.makeChild() }
     let timeLeft = clock?.timers.timeLeft(on: waiter.waitsOn)
+    var evicted:
+      (
+        waiter: Waiter, registration: CancellationToken.Registration?,
+        expiry: CancellationToken?, retryAfter: Duration?
+      )?
     let entry = state.withLock { state -> Entry in
       switch decide(&state, weight: weight, priority: priority, timeLeft: timeLeft) {
       case .admitted: return .admitted
@@ -461,7 +531,20 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       waiter.place.priority = priority
       waiter.place.input = input
       waiter.place.expiry = expiry?.child
-      guard let watch = state.enqueue(waiter) else { return .queued }
+      if state.codel != nil, let clock { waiter.place.queuedAt = clock.elapsed() }
+      // The count is reached and `decide` let it wait: its priority is above the lowest one
+      // waiting, whose newest waiter it replaces.
+      if case .count(let most) = queueLimit.kind, state.waitingCount >= most {
+        let (newest, registration, timer) = state.evictNewestOfLowest()
+        evicted = (newest, registration, timer, nil)
+      }
+      let watch = state.enqueue(waiter)
+      if let newest = evicted?.waiter {
+        // Its hint as it leaves: behind every waiter, the newcomer too.
+        evicted?.retryAfter = retryAfter(
+          state, weight: newest.place.weight, priority: newest.place.priority)
+      }
+      guard let watch else { return .queued }
       return .queuedWatching(watch)
     }
     switch entry {
@@ -469,6 +552,13 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     case .rejected(let retryAfter): return waiter.rejected(LimitExceeded(retryAfter: retryAfter))
     case .queued: break
     case .queuedWatching(let watch): register(watch, on: waiter.waitsOn)
+    }
+    if let evicted {
+      evicted.registration?.remove()
+      evicted.expiry?.cancel()
+      evicted.waiter.rejected(LimitExceeded(retryAfter: evicted.retryAfter))
+      // The head may have changed.
+      drain()
     }
     if let expiry, case .wait(let most) = queueLimit.kind, let clock {
       // A waiter admitted meanwhile has cancelled `child`: the timer then ends at once.
@@ -548,7 +638,12 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     case .none:
       return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
     case .count(let most) where state.waitingCount >= most:
-      return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
+      // The lowest priority is turned away: the newest waiter of the lowest one waiting, if
+      // below this run's, which `enter` then takes out; else this run.
+      guard let lowest = state.lanes.last, lowest.priority < priority else {
+        return .rejected(retryAfter: retryAfter(state, weight: weight, priority: priority))
+      }
+      fallthrough
     default:
       if let timeLeft, let wait = retryAfter(state, weight: weight, priority: priority),
         wait > .zero, wait >= timeLeft
@@ -726,6 +821,11 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
         registration?.remove()
         expiry?.cancel()
         waiter.admitted(input)
+      case .reject(let waiter, let registration, let expiry, let idle):
+        registration?.remove()
+        expiry?.cancel()
+        waiter.rejected(LimitExceeded(retryAfter: nil))
+        for callback in idle { callback() }
       case .stop(let refillIn, _, let arm, let disarm):
         disarm?.cancel()
         guard let refillIn, let arm, let clock else { return }
@@ -752,7 +852,7 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
       var expiries: [CancellationToken] = []
       var next = watch.first
       while let waiter = next {
-        next = waiter.place.nextInWatch.map { unsafeDowncast($0, to: Waiter.self) }
+        next = waiter.place.nextInWatch
         _ = state.unlink(waiter)
         waiter.place.input = ()
         if let expiry = waiter.place.expiry.take() { expiries.append(expiry) }

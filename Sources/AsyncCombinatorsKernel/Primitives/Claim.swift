@@ -58,7 +58,7 @@ extension ScheduledTimer: Revocable {
 
 /// A timer and the handler on a token that race it: taken back together.
 package struct ArmedTimer: Revocable {
-  let timer: ScheduledTimer
+  package let timer: ScheduledTimer
   package let registration: CancellationToken.Registration
 
   package init(timer: ScheduledTimer, registration: CancellationToken.Registration) {

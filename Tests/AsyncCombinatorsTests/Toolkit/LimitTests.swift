@@ -115,7 +115,7 @@ import Testing
   /// `turnedAway` when its run is cancelled first.
   final class TestWaiter: AdmissionWaiter, @unchecked Sendable {
     // `@unchecked Sendable`: `place` is guarded by the gate's lock; the rest are `let`s.
-    var place = AdmissionPlace()
+    var place = AdmissionPlace<TestWaiter>()
     let waitsOn: CancellationToken
     private let onAdmitted: @Sendable () -> Void
     private let onTurnedAway: @Sendable () -> Void

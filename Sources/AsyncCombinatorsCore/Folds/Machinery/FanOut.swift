@@ -278,7 +278,7 @@ private enum FanOutNext {
 /// turned away needs nothing more. `place` is guarded by the gate's lock, the rest are `let`s:
 /// that is what makes the `@unchecked Sendable` safe.
 final class FoldSlots: AdmissionWaiter, @unchecked Sendable {
-  var place = AdmissionPlace()
+  var place = AdmissionPlace<FoldSlots>()
   let waitsOn: CancellationToken
   private let join: any FoldSlotJoin
 
