@@ -7,7 +7,7 @@ import Testing
 
 /// A capability the library does not have, as a test makes it: an adaptive limiter that
 /// announces each change of its limit.
-private struct PoolResize: Sendable, CustomStringConvertible {
+private struct QueueResize: Sendable, CustomStringConvertible {
   let from: Int
   let to: Int
   let reason: String
@@ -15,7 +15,7 @@ private struct PoolResize: Sendable, CustomStringConvertible {
 }
 
 extension RunEvent.Kind {
-  fileprivate static let poolResized = RunEvent.Kind("pool resized")
+  fileprivate static let queueResized = RunEvent.Kind("queue resized")
 }
 
 /// An observer written before ``RunObserver/observe(_:)``: one method per kind of event.
@@ -65,13 +65,13 @@ private struct Boom: Error, CustomStringConvertible {
     let work = StageRecord(id: 1, name: "work")
     timeline.observe(.stageStarted(work))
     clock.advance(by: .milliseconds(10))
-    let change = PoolResize(from: 20, to: 18, reason: "drop")
-    timeline.observe(RunEvent(.poolResized, subject: "pool", payload: change))
+    let change = QueueResize(from: 20, to: 18, reason: "drop")
+    timeline.observe(RunEvent(.queueResized, subject: "pool", payload: change))
     clock.advance(by: .milliseconds(10))
     timeline.observe(.stageEnded(work, outcome: .succeeded))
 
-    #expect(timeline.marks.map(\.kind.name) == ["pool resized"])
-    #expect(timeline.marks.map(\.kind.event) == [.poolResized])
+    #expect(timeline.marks.map(\.kind.name) == ["queue resized"])
+    #expect(timeline.marks.map(\.kind.event) == [.queueResized])
     #expect(timeline.marks.map(\.kind.detail) == ["from 20 to 18 (drop)"])
     #expect(timeline.marks.map(\.time) == [.milliseconds(10)])
     #expect(
@@ -79,17 +79,17 @@ private struct Boom: Error, CustomStringConvertible {
         == """
                          0 ms 20.0 ms
         work            |████████|   20.0 ms  \(timeline.spans[0].startedOn)
-        • pool resized |    •   | from 20 to 18 (drop)  pool
+        • queue resized |    •   | from 20 to 18 (drop)  pool
         legend: • another event, named on its row
         """)
     let mermaid = timeline.renderMermaid().split(separator: "\n")
     #expect(
       mermaid.suffix(2) == [
         "  section retries and hedges and other events",
-        "  • pool resized : milestone, 10, 10",
+        "  • queue resized : milestone, 10, 10",
       ])
     let svg = timeline.renderSVG()
-    #expect(svg.contains(">• pool resized</text>"))
+    #expect(svg.contains(">• queue resized</text>"))
     #expect(svg.contains("<title>pool</title>•</text>"))
   }
 
@@ -125,7 +125,7 @@ private struct Boom: Error, CustomStringConvertible {
       .runRejected(by: breaker, error: rejection),
       // A kind that came after the old methods: they have none, so it reaches nothing.
       RunEvent(
-        .poolResized, subject: "pool", payload: PoolResize(from: 2, to: 1, reason: "drop")),
+        .queueResized, subject: "pool", payload: QueueResize(from: 2, to: 1, reason: "drop")),
     ] {
       observer.observe(event)
     }
@@ -190,10 +190,10 @@ private struct Boom: Error, CustomStringConvertible {
     #expect(cancelled.outcome == .cancelled && cancelled.cause is CancellationError)
 
     let limit = RunEvent(
-      .poolResized, subject: "pool", payload: PoolResize(from: 20, to: 18, reason: "drop"))
-    #expect(limit.payload(as: PoolResize.self)?.to == 18)
+      .queueResized, subject: "pool", payload: QueueResize(from: 20, to: 18, reason: "drop"))
+    #expect(limit.payload(as: QueueResize.self)?.to == 18)
     #expect(limit.payload(as: Int.self) == nil)
-    #expect(limit.kind == RunEvent.Kind("pool resized") && limit.kind != .stageStarted)
-    #expect(limit.description == "pool resized pool: from 20 to 18 (drop)")
+    #expect(limit.kind == RunEvent.Kind("queue resized") && limit.kind != .stageStarted)
+    #expect(limit.description == "queue resized pool: from 20 to 18 (drop)")
   }
 }
