@@ -418,11 +418,10 @@ final class TracedStage: @unchecked Sendable {
       let event = StageEvent.begin(stage.shape, observer)
     else { return nil }
     let traced = TracedStage(event)
-    // Unretained: a handler runs only inside the token's own `cancel()`, while it lives, and a
+    // Unowned: a handler runs only inside the token's own `cancel()`, while it lives, and a
     // token holding a handler that holds it would never be freed.
-    let cancelled = Unmanaged.passUnretained(token)
-    traced.cancelWatch = token.onCancel {
-      event.cancelled(cause: cancelled._withUnsafeGuaranteedRef { $0.cause } ?? CancellationError())
+    traced.cancelWatch = token.onCancel { [unowned token] in
+      event.cancelled(cause: token.cause ?? CancellationError())
     }
     return traced
   }

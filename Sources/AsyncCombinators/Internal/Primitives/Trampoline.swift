@@ -1,11 +1,3 @@
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
-
 /// Bounds how deep work that nests, one call inside the next, goes on one thread's stack: what
 /// keeps deeply nested `<>` stack-safe when it starts, joins and is released, without changing
 /// what a shallow nesting means.
@@ -83,19 +75,11 @@ enum Trampoline {
     }
   }
 
-  private static let key: pthread_key_t = {
-    var key = pthread_key_t()
-    pthread_key_create(&key, nil)
-    return key
-  }()
+  /// The calls running on this thread, while one runs.
+  private static let nestings = ThreadLocalReference<Nesting>()
 
   private static var current: Nesting? {
-    get {
-      pthread_getspecific(key).map { Unmanaged<Nesting>.fromOpaque($0).takeUnretainedValue() }
-    }
-    set {
-      if let old = pthread_getspecific(key) { Unmanaged<Nesting>.fromOpaque(old).release() }
-      pthread_setspecific(key, newValue.map { Unmanaged.passRetained($0).toOpaque() })
-    }
+    get { nestings.value }
+    set { nestings.value = newValue }
   }
 }
