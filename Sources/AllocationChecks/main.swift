@@ -79,12 +79,14 @@ func paths() -> [Path] {
   let parallel = Waiter(AsyncFunc.parallel(Array(repeating: hop, count: branches)))
   let links = 100
   return [
-    Path(name: "synchronous run", limit: 7, units: 1, runs: 10_000) { sync.run(1) },
-    Path(name: "+> chain of 3", limit: 9, units: 1, runs: 10_000) { chain.run(1) },
-    Path(name: "<> of two", limit: 18, units: 1, runs: 10_000) { pair.run(1) },
-    Path(name: "on(queue)", limit: 10, units: 1, runs: 5_000) { onQueue.run(1) },
-    Path(name: "timeout, not firing", limit: 20, units: 1, runs: 5_000) { timeout.run(1) },
-    Path(name: "limited(by:), uncontended", limit: 15, units: 1, runs: 5_000) { limited.run(1) },
+    Path(name: "synchronous run", limit: 5, units: 1, runs: 10_000) { sync.run(1) },
+    Path(name: "+> chain of 3", limit: 7, units: 1, runs: 10_000) { chain.run(1) },
+    Path(name: "<> of two", limit: 16, units: 1, runs: 10_000) { pair.run(1) },
+    Path(name: "on(queue)", limit: 8, units: 1, runs: 5_000) { onQueue.run(1) },
+    // 17 in most processes, 18 in some: one more allocation per run for the whole process
+    // (in every round), seemingly in re-arming the shared timer's dispatch source.
+    Path(name: "timeout, not firing", limit: 18, units: 1, runs: 5_000) { timeout.run(1) },
+    Path(name: "limited(by:), uncontended", limit: 13, units: 1, runs: 5_000) { limited.run(1) },
     Path(name: "concurrentMap(limit: 8), per element", limit: 7, units: elements, runs: 20) {
       map.run(mapInput)
     },
