@@ -81,7 +81,7 @@ func paths() -> [Path] {
   return [
     Path(name: "synchronous run", limit: 5, units: 1, runs: 10_000) { sync.run(1) },
     Path(name: "+> chain of 3", limit: 7, units: 1, runs: 10_000) { chain.run(1) },
-    Path(name: "<> of two", limit: 16, units: 1, runs: 10_000) { pair.run(1) },
+    Path(name: "<> of two", limit: 15, units: 1, runs: 10_000) { pair.run(1) },
     Path(name: "on(queue)", limit: 8, units: 1, runs: 5_000) { onQueue.run(1) },
     // 17 in most processes, 18 in some: one more allocation per run for the whole process
     // (in every round), seemingly in re-arming the shared timer's dispatch source.

@@ -6,11 +6,19 @@
 // found once with dlsym(RTLD_NEXT, ...). dlsym may itself allocate (glibc keeps its error
 // state in memory from calloc); while a thread looks the functions up, its allocations come
 // from a small static arena that is never given back, and free ignores pointers into it.
-// On other platforms the functions of the header count nothing and the check is skipped.
+// On other platforms, and under a sanitizer, the functions of the header count nothing and
+// the check is skipped.
 
 #include "CAllocationCounter.h"
 
-#if defined(__linux__)
+// A sanitizer's runtime replaces malloc itself: under one, the check counts nothing.
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define AC_SANITIZED 1
+#endif
+#endif
+
+#if defined(__linux__) && !defined(AC_SANITIZED)
 
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

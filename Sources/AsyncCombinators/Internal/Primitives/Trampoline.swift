@@ -35,21 +35,22 @@ enum Trampoline {
   }
 
   private static func enter(_ item: consuming Item) {
-    guard let nesting = current else {
+    let nesting = current
+    guard nesting.active else {
       // The outermost call on this thread: run the item, then whatever was queued meanwhile.
-      let nesting = Nesting()
-      current = nesting
+      nesting.active = true
       nesting.perform(item)
       var next = 0
       while next < nesting.queue.count {
-        // Taken out of the queue, so that it is released here, while `current` is set:
+        // Taken out of the queue, so that it is released here, while the nesting is active:
         // whatever its release frees queues behind it rather than recursing.
         var queued = Item.done
         swap(&queued, &nesting.queue[next])
         next += 1
         nesting.perform(queued)
       }
-      current = nil
+      if !nesting.queue.isEmpty { nesting.queue.removeAll() }
+      nesting.active = false
       return
     }
     if nesting.depth < nestingLimit {
@@ -61,6 +62,8 @@ enum Trampoline {
 
   /// The calls running on one thread: how deep they nest, and what waits for the outermost.
   private final class Nesting {
+    /// Whether a call of ``run(_:)`` or ``release(_:)`` is running on the thread.
+    var active = false
     var depth = 0
     var queue: [Item] = []
 
@@ -75,11 +78,14 @@ enum Trampoline {
     }
   }
 
-  /// The calls running on this thread, while one runs.
+  /// Each thread's nesting, kept from its first call for the thread's life.
   private static let nestings = ThreadLocalReference<Nesting>()
 
-  private static var current: Nesting? {
-    get { nestings.value }
-    set { nestings.value = newValue }
+  /// This thread's nesting: made once per thread, not once per outermost call.
+  private static var current: Nesting {
+    if let nesting = nestings.value { return nesting }
+    let nesting = Nesting()
+    nestings.value = nesting
+    return nesting
   }
 }
