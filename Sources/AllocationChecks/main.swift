@@ -6,7 +6,9 @@
 // A path is run many times after a warm-up, in rounds; a row is the fewest allocations a round
 // made, per run (or per element, per branch, per link), rounded: Dispatch's threads and caches
 // allocate now and then on their own, and a round they fell in counts more. A limit is the
-// count measured when it was set: lower it when a change saves an allocation.
+// count measured when it was set: lower it when a change saves an allocation. A path whose
+// runs leave blocks allocated, about one a run or more (a leak, such as a cycle of
+// references), fails too.
 //
 // `--print` prints the table and checks nothing (for setting limits). Only Linux counts (the
 // C target defines malloc there); elsewhere the check says so and passes.
@@ -100,16 +102,27 @@ func paths() -> [Path] {
   ]
 }
 
-/// The fewest allocations per unit over `rounds` rounds of the path, after a warm-up.
-func measure(_ path: Path, rounds: Int = 5) -> Double {
+/// What a path's runs cost: allocations per unit, and blocks per unit still held after the
+/// runs (a leak, such as a cycle of references, shows there).
+struct Measured {
+  var allocations: Double
+  var held: Double
+}
+
+/// The fewest allocations, and blocks held, per unit over `rounds` rounds of the path, after
+/// a warm-up.
+func measure(_ path: Path, rounds: Int = 5) -> Measured {
   for _ in 0..<max(path.runs / 10, 2) { path.run() }
   var fewest = Int64.max
+  var leastHeld = Int64.max
   for _ in 0..<rounds {
-    let before = ac_allocations()
+    let before = (ac_allocations(), ac_live_blocks())
     for _ in 0..<path.runs { path.run() }
-    fewest = min(fewest, ac_allocations() - before)
+    fewest = min(fewest, ac_allocations() - before.0)
+    leastHeld = min(leastHeld, ac_live_blocks() - before.1)
   }
-  return Double(fewest) / Double(path.runs * path.units)
+  let units = Double(path.runs * path.units)
+  return Measured(allocations: Double(fewest) / units, held: Double(leastHeld) / units)
 }
 
 func padded(_ text: String, _ width: Int) -> String {
@@ -117,9 +130,10 @@ func padded(_ text: String, _ width: Int) -> String {
 }
 
 func twoDecimals(_ value: Double) -> String {
-  let hundredths = Int((value * 100).rounded())
+  let hundredths = Int((abs(value) * 100).rounded())
   let fraction = String(hundredths % 100)
-  return "\(hundredths / 100)." + (fraction.count == 1 ? "0" + fraction : fraction)
+  let sign = value < 0 && hundredths > 0 ? "-" : ""
+  return sign + "\(hundredths / 100)." + (fraction.count == 1 ? "0" + fraction : fraction)
 }
 
 guard ac_counting_available() else {
@@ -127,19 +141,30 @@ guard ac_counting_available() else {
   exit(0)
 }
 let printOnly = CommandLine.arguments.contains("--print")
-print(padded("path", 40) + padded("allocations", 14) + "limit")
+print(padded("path", 40) + padded("allocations", 14) + padded("limit", 8) + "held")
 var exceeded: [String] = []
+var leaking: [String] = []
 for path in paths() {
   let measured = measure(path)
-  let over = Int(measured.rounded()) > path.limit
+  let over = Int(measured.allocations.rounded()) > path.limit
+  let leaks = Int(measured.held.rounded()) > 0
   if over { exceeded.append(path.name) }
+  if leaks { leaking.append(path.name) }
   print(
-    padded(path.name, 40) + padded(twoDecimals(measured), 14) + "\(path.limit)"
-      + (over && !printOnly ? "  over the limit" : ""))
+    padded(path.name, 40) + padded(twoDecimals(measured.allocations), 14)
+      + padded("\(path.limit)", 8) + twoDecimals(measured.held)
+      + (over && !printOnly ? "  over the limit" : "") + (leaks && !printOnly ? "  leaks" : ""))
 }
-if !exceeded.isEmpty && !printOnly {
-  print(
-    "Allocation check failed: more allocations than the limit in "
-      + exceeded.joined(separator: ", "))
-  exit(1)
+if !printOnly {
+  if !exceeded.isEmpty {
+    print(
+      "Allocation check failed: more allocations than the limit in "
+        + exceeded.joined(separator: ", "))
+  }
+  if !leaking.isEmpty {
+    print(
+      "Allocation check failed: blocks left allocated after the runs of "
+        + leaking.joined(separator: ", "))
+  }
+  if !exceeded.isEmpty || !leaking.isEmpty { exit(1) }
 }

@@ -46,6 +46,8 @@ static _Atomic(free_function) real_free;
 
 static _Atomic int64_t allocations;
 static _Atomic int64_t frees;
+// Blocks allocated and not yet freed: a realloc that moves a block changes nothing here.
+static _Atomic int64_t live;
 
 // What dlsym allocates while a thread looks the functions up.
 #define ARENA_SIZE 8192
@@ -93,11 +95,16 @@ static int ready(void) {
   return 1;
 }
 
+static void counted(void) {
+  atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);
+}
+
 void *malloc(size_t size) {
   if (!ready()) {
     return arena_allocate(size);
   }
-  atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  counted();
   return atomic_load_explicit(&real_malloc, memory_order_relaxed)(size);
 }
 
@@ -108,7 +115,7 @@ void *calloc(size_t count, size_t size) {
     }
     return arena_allocate(count * size);
   }
-  atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  counted();
   return atomic_load_explicit(&real_calloc, memory_order_relaxed)(count, size);
 }
 
@@ -117,6 +124,9 @@ void *realloc(void *pointer, size_t size) {
     return arena_allocate(size);
   }
   atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  if (pointer == NULL || in_arena(pointer)) {
+    atomic_fetch_add_explicit(&live, 1, memory_order_relaxed);  // A new block.
+  }
   if (pointer != NULL && in_arena(pointer)) {
     // Moved out of the arena; its old size is unknown, so copy what the arena can hold.
     void *moved = atomic_load_explicit(&real_malloc, memory_order_relaxed)(size);
@@ -126,14 +136,18 @@ void *realloc(void *pointer, size_t size) {
     }
     return moved;
   }
-  return atomic_load_explicit(&real_realloc, memory_order_relaxed)(pointer, size);
+  void *moved = atomic_load_explicit(&real_realloc, memory_order_relaxed)(pointer, size);
+  if (pointer != NULL && size == 0 && moved == NULL) {
+    atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);  // glibc freed the block.
+  }
+  return moved;
 }
 
 int posix_memalign(void **out, size_t alignment, size_t size) {
   if (!ready()) {
     return ENOMEM;
   }
-  atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  counted();
   return atomic_load_explicit(&real_posix_memalign, memory_order_relaxed)(out, alignment, size);
 }
 
@@ -141,7 +155,7 @@ void *aligned_alloc(size_t alignment, size_t size) {
   if (!ready()) {
     return NULL;
   }
-  atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  counted();
   return atomic_load_explicit(&real_aligned_alloc, memory_order_relaxed)(alignment, size);
 }
 
@@ -149,7 +163,7 @@ void *memalign(size_t alignment, size_t size) {
   if (!ready()) {
     return NULL;
   }
-  atomic_fetch_add_explicit(&allocations, 1, memory_order_relaxed);
+  counted();
   return atomic_load_explicit(&real_memalign, memory_order_relaxed)(alignment, size);
 }
 
@@ -161,6 +175,7 @@ void free(void *pointer) {
     return;  // Freed during the lookup, by dlsym: kept, as the arena's memory is.
   }
   atomic_fetch_add_explicit(&frees, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&live, 1, memory_order_relaxed);
   atomic_load_explicit(&real_free, memory_order_relaxed)(pointer);
 }
 
@@ -170,6 +185,8 @@ int64_t ac_allocations(void) { return atomic_load(&allocations); }
 
 int64_t ac_frees(void) { return atomic_load(&frees); }
 
+int64_t ac_live_blocks(void) { return atomic_load(&live); }
+
 #else
 
 bool ac_counting_available(void) { return false; }
@@ -177,5 +194,7 @@ bool ac_counting_available(void) { return false; }
 int64_t ac_allocations(void) { return 0; }
 
 int64_t ac_frees(void) { return 0; }
+
+int64_t ac_live_blocks(void) { return 0; }
 
 #endif

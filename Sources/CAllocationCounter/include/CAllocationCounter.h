@@ -16,4 +16,8 @@ int64_t ac_allocations(void);
 /// Calls of free with a pointer other than NULL since the process started.
 int64_t ac_frees(void);
 
+/// Blocks allocated and not freed since the process started: what it holds on the heap, in
+/// blocks. A realloc that moves a block leaves it unchanged.
+int64_t ac_live_blocks(void);
+
 #endif
