@@ -21,6 +21,10 @@ let package = Package(
     .executableTarget(name: "Tour", dependencies: ["TourScenarios"]),
     .executableTarget(
       name: "Benchmarks", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),
+    // The allocation check `.ci/allocations` runs: allocations per run of the main paths.
+    .target(name: "CAllocationCounter"),
+    .executableTarget(
+      name: "AllocationChecks", dependencies: ["AsyncCombinators", "CAllocationCounter"]),
     .testTarget(
       name: "AsyncCombinatorsTests", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),
     .testTarget(name: "TourTests", dependencies: ["TourScenarios", "AsyncCombinators"]),

@@ -99,7 +99,7 @@ extension Hashable {
   fileprivate func isEqual(to other: any Hashable) -> Bool {
     func open<Other: Hashable>(_ other: Other) -> Bool {
       guard Other.self == Self.self else { return AnyHashable(self) == AnyHashable(other) }
-      return unsafeBitCast(other, to: Self.self) == self
+      return castExactly(other, to: Self.self) == self
     }
     return open(other)
   }

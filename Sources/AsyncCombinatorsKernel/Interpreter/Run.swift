@@ -38,14 +38,12 @@ package final class Run: StageSink, @unchecked Sendable {
   /// The thread inside a stage body right now, or 0. Only that thread can ever read its own
   /// identity here, so a relaxed load suffices to recognise an inline completion.
   private let drivingThread = Atomic<UInt>(0)
-  /// The state that travels with the baton. Behind a pointer rather than in `var`s because
-  /// the baton protocol, not Swift's exclusivity checks, keeps its accesses apart, and those
-  /// checks would cost more than the rest of a synchronous stage (the benchmark's serial
-  /// `.sync` row).
-  private let baton: UnsafeMutablePointer<Baton>
-  /// Uninitialized except between a stage succeeding inline and the loop moving the value
-  /// out: initializing and moving, never assigning, keeps value witnesses off the hot path.
-  private let slot: UnsafeMutablePointer<AnyValue>
+  // `baton` and `slot` travel with the baton: its protocol, not Swift's exclusivity checks,
+  // keeps their accesses apart, so the checks are off for them (Performance.md says why).
+  /// The loop's state while a stage runs.
+  @exclusivity(unchecked) private var baton = Baton()
+  /// Empty except between a stage succeeding and the loop taking its value out.
+  @exclusivity(unchecked) private var slot: AnyValue?
   private let onFinish: @Sendable (AnyResult) -> Void
   private var cancelRegistration: CancellationToken.Registration?
 
@@ -112,20 +110,11 @@ package final class Run: StageSink, @unchecked Sendable {
   ) {
     self.token = token
     self.onFinish = onFinish
-    baton = .allocate(capacity: 1)
-    baton.initialize(to: Baton())
-    slot = .allocate(capacity: 1)
     if ownsCancellation {
       // Strong on purpose: a weak reference would give every run a side table and slow each
       // retain. `finish` removes the registration, which breaks the cycle.
       cancelRegistration = token.onCancel { self.finish(.failure(CancellationError())) }
     }
-  }
-
-  deinit {
-    baton.deinitialize(count: 1)
-    baton.deallocate()
-    slot.deallocate()
   }
 
   @usableFromInline
@@ -182,18 +171,18 @@ package final class Run: StageSink, @unchecked Sendable {
         // If the user's copy of the closure is gone too, reuse the object for the next stage.
         if isKnownUniquelyReferenced(&completion) && completion.isSettled { spare = completion }
         guard outcome == Phase.succeededInline else {
-          return finish(.failure(baton.pointee.failure.take()!))
+          return finish(.failure(baton.failure.take()!))
         }
-        value = slot.move()
+        value = slot.take()!
       case .modifier(let stage):
         guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
         let report = StageReport(sink: self, branch: 0, counted: start.counted)
         guard let outcome = call(parking: &position, { stage.body(value, token, report) })
         else { return }
         guard outcome == Phase.succeededInline else {
-          return finish(.failure(baton.pointee.failure.take()!))
+          return finish(.failure(baton.failure.take()!))
         }
-        value = slot.move()
+        value = slot.take()!
       }
       guard let next = position.next() else { return finish(.success(value)) }
       node = next
@@ -208,19 +197,19 @@ package final class Run: StageSink, @unchecked Sendable {
   @inline(__always)
   private func call(parking position: inout Position, _ body: () -> Void) -> UInt8? {
     phase.store(Phase.running, ordering: .relaxed)
-    baton.pointee.completedInline = Phase.running
-    swap(&baton.pointee.parked, &position)
+    baton.completedInline = Phase.running
+    swap(&baton.parked, &position)
     drivingThread.store(currentThreadID(), ordering: .relaxed)
     body()
     drivingThread.store(0, ordering: .relaxed)
-    var outcome = baton.pointee.completedInline
+    var outcome = baton.completedInline
     if outcome == Phase.running {
       let (exchanged, original) = phase.compareExchange(
         expected: Phase.running, desired: Phase.suspended, ordering: .acquiringAndReleasing)
       if exchanged { return nil }
       outcome = original  // Another thread completed the stage before the body returned.
     }
-    swap(&baton.pointee.parked, &position)
+    swap(&baton.parked, &position)
     return outcome
   }
 
@@ -228,9 +217,9 @@ package final class Run: StageSink, @unchecked Sendable {
   @usableFromInline
   package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
-    slot.initialize(to: value)
+    slot = consume value
     if drivingThread.load(ordering: .relaxed) == currentThreadID() {
-      baton.pointee.completedInline = Phase.succeededInline
+      baton.completedInline = Phase.succeededInline
       return
     }
     if phase.compareExchange(
@@ -239,18 +228,18 @@ package final class Run: StageSink, @unchecked Sendable {
       return  // The starting thread is still in `drive` and moves the value out of `slot`.
     }
     var position = Position()
-    swap(&baton.pointee.parked, &position)
-    guard let next = position.next() else { return finish(.success(slot.move())) }
-    drive(next, slot.move(), from: consume position)
+    swap(&baton.parked, &position)
+    guard let next = position.next() else { return finish(.success(slot.take()!)) }
+    drive(next, slot.take()!, from: consume position)
   }
 
   /// Called at most once per callback stage, by its `StageCompletion`.
   @usableFromInline
   package func stageFailed(_ error: any Error, branch _: Int) {
     if finished.load(ordering: .acquiring) { return }
-    baton.pointee.failure = error
+    baton.failure = error
     if drivingThread.load(ordering: .relaxed) == currentThreadID() {
-      baton.pointee.completedInline = Phase.failedInline
+      baton.completedInline = Phase.failedInline
       return
     }
     if phase.compareExchange(
@@ -258,7 +247,7 @@ package final class Run: StageSink, @unchecked Sendable {
     ).exchanged {
       return
     }
-    baton.pointee.failure = nil
+    baton.failure = nil
     finish(.failure(error))
   }
 
@@ -418,11 +407,10 @@ final class TracedStage: @unchecked Sendable {
       let event = StageEvent.begin(stage.shape, observer)
     else { return nil }
     let traced = TracedStage(event)
-    // Unretained: a handler runs only inside the token's own `cancel()`, while it lives, and a
+    // Unowned: a handler runs only inside the token's own `cancel()`, while it lives, and a
     // token holding a handler that holds it would never be freed.
-    let cancelled = Unmanaged.passUnretained(token)
-    traced.cancelWatch = token.onCancel {
-      event.cancelled(cause: cancelled._withUnsafeGuaranteedRef { $0.cause } ?? CancellationError())
+    traced.cancelWatch = token.onCancel { [unowned token] in
+      event.cancelled(cause: token.cause ?? CancellationError())
     }
     return traced
   }

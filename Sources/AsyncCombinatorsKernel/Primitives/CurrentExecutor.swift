@@ -22,25 +22,11 @@ package enum CurrentExecutor {
     #if canImport(Darwin)
       String(cString: __dispatch_queue_get_label(nil))
     #elseif canImport(Glibc) || canImport(Musl)
-      queueLabelFunction.flatMap { $0(nil) }.map { String(cString: $0) }
+      dispatchQueueGetLabel.flatMap { $0(nil) }.map { String(cString: $0) }
     #else
       nil
     #endif
   }
-
-  #if !canImport(Darwin) && (canImport(Glibc) || canImport(Musl))
-    /// libdispatch's `dispatch_queue_get_label`, part of its C interface, which the Swift
-    /// `Dispatch` module does not expose off Apple platforms: looked up by name in the process,
-    /// where `Dispatch` has loaded it, rather than through the toolchain's internal C module.
-    private static let queueLabelFunction:
-      (@convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?)? = {
-        guard let process = dlopen(nil, RTLD_NOW),
-          let symbol = dlsym(process, "dispatch_queue_get_label")
-        else { return nil }
-        return unsafeBitCast(
-          symbol, to: (@convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?).self)
-      }()
-  #endif
 
   private static var threadID: UInt64 {
     #if canImport(Darwin)

@@ -1,11 +1,3 @@
-#if canImport(Darwin)
-  import Darwin
-#elseif canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#endif
-
 /// Bounds how deep work that nests, one call inside the next, goes on one thread's stack: what
 /// keeps deeply nested `<>` stack-safe when it starts, joins and is released, without changing
 /// what a shallow nesting means.
@@ -43,21 +35,22 @@ enum Trampoline {
   }
 
   private static func enter(_ item: consuming Item) {
-    guard let nesting = current else {
+    let nesting = current
+    guard nesting.active else {
       // The outermost call on this thread: run the item, then whatever was queued meanwhile.
-      let nesting = Nesting()
-      current = nesting
+      nesting.active = true
       nesting.perform(item)
       var next = 0
       while next < nesting.queue.count {
-        // Taken out of the queue, so that it is released here, while `current` is set:
+        // Taken out of the queue, so that it is released here, while the nesting is active:
         // whatever its release frees queues behind it rather than recursing.
         var queued = Item.done
         swap(&queued, &nesting.queue[next])
         next += 1
         nesting.perform(queued)
       }
-      current = nil
+      if !nesting.queue.isEmpty { nesting.queue.removeAll() }
+      nesting.active = false
       return
     }
     if nesting.depth < nestingLimit {
@@ -69,6 +62,8 @@ enum Trampoline {
 
   /// The calls running on one thread: how deep they nest, and what waits for the outermost.
   private final class Nesting {
+    /// Whether a call of ``run(_:)`` or ``release(_:)`` is running on the thread.
+    var active = false
     var depth = 0
     var queue: [Item] = []
 
@@ -83,19 +78,14 @@ enum Trampoline {
     }
   }
 
-  private static let key: pthread_key_t = {
-    var key = pthread_key_t()
-    pthread_key_create(&key, nil)
-    return key
-  }()
+  /// Each thread's nesting, kept from its first call for the thread's life.
+  private static let nestings = ThreadLocalReference<Nesting>()
 
-  private static var current: Nesting? {
-    get {
-      pthread_getspecific(key).map { Unmanaged<Nesting>.fromOpaque($0).takeUnretainedValue() }
-    }
-    set {
-      if let old = pthread_getspecific(key) { Unmanaged<Nesting>.fromOpaque(old).release() }
-      pthread_setspecific(key, newValue.map { Unmanaged.passRetained($0).toOpaque() })
-    }
+  /// This thread's nesting: made once per thread, not once per outermost call.
+  private static var current: Nesting {
+    if let nesting = nestings.value { return nesting }
+    let nesting = Nesting()
+    nestings.value = nesting
+    return nesting
   }
 }

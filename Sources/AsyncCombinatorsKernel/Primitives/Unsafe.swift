@@ -1,0 +1,77 @@
+// The unsafe code of the interpreter, the trampoline and the timelines, in one place, each
+// piece with the argument that makes it safe. The rest of the library calls the safe
+// interfaces below. (The cancellation token and the admission core keep their own, in their
+// files.) Tests/AsyncCombinatorsTests/Internal/UnsafeTests.swift exercises each piece, the
+// thread-local slot from many threads at once, which ThreadSanitizer checks in CI.
+//
+// Why the unsafe form rather than a safe one: Performance.md, "What the code's shape buys,
+// and the check that holds it".
+
+#if canImport(Darwin)
+  import Darwin
+#elseif canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
+/// `value` as a `Target`, when `Value` is `Target`; `nil` otherwise.
+///
+/// Safe: the cast reinterprets a value only as its own type, which the comparison of type
+/// metadata has just established, so the bits, size and reference counts it hands over are
+/// those of a `Target`. Unlike `as?`, it never looks inside the value: an existential
+/// `Value`, or a subclass instance in a `Value` that is its superclass, is not `Target`
+/// here even when the value inside it is.
+@inlinable
+package func castExactly<Value, Target>(_ value: Value, to _: Target.Type) -> Target? {
+  guard Value.self == Target.self else { return nil }
+  return unsafeBitCast(value, to: Target.self)
+}
+
+/// A slot of each thread that holds a strong reference to an object, or nothing.
+///
+/// Safe: the slot owns one retain of the object it holds, taken when it is stored and given
+/// back when another value replaces it or its thread exits (the key's destructor). Only the
+/// thread a slot belongs to reads or writes it, so nothing else can release the object
+/// between the read of the pointer and the retain that `value`'s caller receives. The
+/// key is never deleted: a slot lives as long as the process.
+struct ThreadLocalReference<Object: AnyObject>: Sendable {
+  private let key: pthread_key_t
+
+  init() {
+    var key = pthread_key_t()
+    let created = pthread_key_create(&key) { held in
+      // Unmanaged's `release` of the stored retain, whatever the object's class.
+      Unmanaged<AnyObject>.fromOpaque((held as UnsafeMutableRawPointer?)!).release()
+    }
+    precondition(created == 0, "pthread_key_create failed: the process has no key left")
+    self.key = key
+  }
+
+  /// The object this thread's slot holds.
+  var value: Object? {
+    get {
+      pthread_getspecific(key).map { Unmanaged<Object>.fromOpaque($0).takeUnretainedValue() }
+    }
+    nonmutating set {
+      let old = pthread_getspecific(key)
+      pthread_setspecific(key, newValue.map { Unmanaged.passRetained($0).toOpaque() })
+      if let old { Unmanaged<Object>.fromOpaque(old).release() }
+    }
+  }
+}
+
+/// libdispatch's `dispatch_queue_get_label`, which the Swift `Dispatch` module does not
+/// expose off Apple platforms: looked up by name in the process, where `Dispatch` has loaded
+/// it, rather than through the toolchain's internal C module. `nil` if it is not found.
+///
+/// Safe: the type the symbol is cast to spells libdispatch's declaration,
+/// `const char *dispatch_queue_get_label(dispatch_queue_t)`, a stable part of its C interface;
+/// a queue is a pointer, passed here as `nil`, which asks for the current queue's label.
+let dispatchQueueGetLabel: (@convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?)? = {
+  guard let process = dlopen(nil, RTLD_NOW),
+    let symbol = dlsym(process, "dispatch_queue_get_label")
+  else { return nil }
+  return unsafeBitCast(
+    symbol, to: (@convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?).self)
+}()
