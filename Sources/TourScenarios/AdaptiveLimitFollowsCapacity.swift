@@ -143,7 +143,8 @@ public struct CapacityHalving: Sendable {
 
   /// The ``verdict`` when the limit followed.
   public static let followed =
-    "the limit followed: near 20 before the halving, under 16 from 2 s after it"
+    "the limit followed: near \(capacity.before) before the halving, under "
+    + "\(Int(1.6 * Double(capacity.after))) from 2 s after it"
 }
 
 extension Tour {

@@ -16,9 +16,13 @@ import TourScenarios
       from: CapacityHalving.halvesAt + .seconds(2), to: CapacityHalving.duration)
     #expect(Double(late) < 1.6 * after, "highest limit from 2 s after the halving: \(late)")
     #expect(run.verdict == CapacityHalving.followed)
-    // The moves were seen as limitChanged events, and latency, not drops, brought it down.
+    // The moves were seen as limitChanged events: a probe first, then latency, not drops,
+    // moved the limit, as the story tells.
+    #expect(run.moves.first?.change.reason == .probe)
     let reasons = Set(run.moves.map(\.change.reason))
     #expect(reasons.isSuperset(of: [.headroom, .queueing]), "\(reasons)")
+    #expect(!reasons.contains(.drop))
+    #expect(run.drops.allSatisfy { $0 == 0 }, "\(run.drops)")
     // Throughput halves with the capacity: each 0.5 s serves about capacity / 10 ms calls.
     #expect(run.successes.first! > 0)
     #expect(run.successes[4] >= 900 && run.successes[4] <= 1050, "\(run.successes)")
