@@ -17,7 +17,7 @@ let package = Package(
       name: "AsyncCombinators",
       dependencies: ["AsyncCombinatorsKernel", "AsyncCombinatorsCore", "AsyncCombinatorsPromise"]),
     .target(name: "AsyncCombinatorsTesting", dependencies: ["AsyncCombinators"]),
-    .target(name: "TourScenarios", dependencies: ["AsyncCombinators"]),
+    .target(name: "TourScenarios", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),
     .executableTarget(name: "Tour", dependencies: ["TourScenarios"]),
     .executableTarget(
       name: "Benchmarks", dependencies: ["AsyncCombinators", "AsyncCombinatorsTesting"]),

@@ -7,6 +7,7 @@
 // State that examples observe (a worker's trace) is reset before each guide or doc comment
 // runs, by `resetFakes()`.
 import AsyncCombinators
+import AsyncCombinatorsTesting
 import Dispatch
 import Foundation
 import Synchronization
@@ -393,5 +394,66 @@ extension Result {
   var failure: Failure? {
     guard case .failure(let error) = self else { return nil }
     return error
+  }
+}
+
+// MARK: - A service that slows down under load (the AdaptiveLimits guide)
+
+/// A service on a `TestClock` that serves `capacity` calls at once in 10 ms: a call's latency
+/// is 10 ms × max(1, in flight / capacity), and a call that would take over 100 ms fails with
+/// `TimeoutError` at 100 ms. Calls complete from the clock's timers, on the thread that
+/// advances it, so what an example prints is the same every time.
+final class SimulatedService: Sendable {
+  private struct State {
+    var capacity: Int
+    var inFlight = 0
+    var calling = true
+  }
+  private let state: Mutex<State>
+  private let clock: TestClock
+
+  init(capacity: Int, clock: TestClock) {
+    state = Mutex(State(capacity: capacity))
+    self.clock = clock
+  }
+
+  /// A change applies to the calls that start after it.
+  var capacity: Int {
+    get { state.withLock { $0.capacity } }
+    set { state.withLock { $0.capacity = newValue } }
+  }
+
+  var call: AsyncFunc<Int, Int> {
+    AsyncFunc(name: "service") { [self] input, complete in
+      let latency = state.withLock { state -> Duration in
+        state.inFlight += 1
+        return .milliseconds(10) * max(1, Double(state.inFlight) / Double(state.capacity))
+      }
+      let timeout = Duration.milliseconds(100)
+      _ = clock.scheduleTimer(at: clock.now.advanced(by: min(latency, timeout))) { [self] in
+        state.withLock { $0.inFlight -= 1 }
+        complete(latency > timeout ? .failure(TimeoutError(duration: timeout)) : .success(input))
+      }
+    }
+  }
+
+  /// Starts `clients` callers that call through `limiter` again as soon as a call ends, until
+  /// ``stop()``.
+  func callBackToBack(clients: Int, through limiter: Limiter) {
+    let limited = call.limited(by: limiter)
+    for client in 0..<clients { keepCalling(client, limited) }
+  }
+
+  /// Stops the callers, and lets the calls under way end.
+  func stop() {
+    state.withLock { $0.calling = false }
+    while let next = clock.nextDeadline { clock.advance(to: next) }
+  }
+
+  private func keepCalling(_ client: Int, _ limited: AsyncFunc<Int, Int>) {
+    limited.run(client) { [self] _ in
+      guard state.withLock({ $0.calling }) else { return }
+      keepCalling(client, limited)
+    }
   }
 }

@@ -19,5 +19,6 @@ public enum Tour {
     downloadManager,
     doTheWorkOnce,
     deadlines,
+    adaptiveLimitFollowsCapacity,
   ]
 }
