@@ -383,7 +383,7 @@ extension Duration {
 ///
 /// `@unchecked Sendable`: `state` is a lock; `limiter` is written once, in the limiter's
 /// `init`, before the limiter can be shared, and only read after.
-final class AdaptiveSampler: @unchecked Sendable {
+final class AdaptiveSampler: RunSampler, @unchecked Sendable {
   private struct Shared {
     var machine: AdaptiveLimitState
     /// A thread is setting the gate's capacity to the limit; `dirty` if the limit moved since
@@ -413,7 +413,7 @@ final class AdaptiveSampler: @unchecked Sendable {
   var machine: AdaptiveLimitState { state.withLock { $0.machine } }
 
   /// A run of `weight` was admitted: when, and the weight in flight with it.
-  func started(weight: Int) -> (at: Duration, inFlight: Int) {
+  package func started(weight: Int) -> (at: Duration, inFlight: Int) {
     let now = elapsed()
     let inFlight = state.withLock {
       $0.machine.inFlight += weight
@@ -424,9 +424,9 @@ final class AdaptiveSampler: @unchecked Sendable {
 
   /// A run admitted at `startedAt` with `inFlight` ended with `error` (`nil`: it succeeded):
   /// its weight is back, and unless it was cancelled it is a sample.
-  func ended(
+  package func ended(
     weight: Int, startedAt: Duration, inFlight: Int, error: (any Error)?, cancelled: Bool,
-    observer: (any RunObserver)?
+    token: CancellationToken
   ) {
     guard !cancelled else { return left(weight: weight) }
     let now = elapsed()
@@ -439,14 +439,14 @@ final class AdaptiveSampler: @unchecked Sendable {
     }
     guard let change else { return }
     apply()
-    if let observer, let limiter {
+    if let observer = token.runObserver, let limiter {
       observer.observe(
         RunEvent(.limitChanged, subject: limiter.description, payload: change))
     }
   }
 
   /// A run's weight is back without a sample: it was cancelled, or gave no result.
-  func left(weight: Int) {
+  package func left(weight: Int) {
     state.withLock { $0.machine.inFlight -= weight }
   }
 

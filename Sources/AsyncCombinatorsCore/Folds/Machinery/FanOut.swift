@@ -57,7 +57,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
   /// Set with `isDone`; see `startAll`.
   private let ended = Atomic<Bool>(false)
   /// The gate of a limited fold; `nil` when every element starts at once.
-  private let gate: Admission<FoldSlots>?
+  private let gate: FoldGate?
   /// Cancelled with the parent token, or by the join itself when it fails.
   private let branches: CancellationToken
   private let link: CancellationToken.Registration
@@ -78,7 +78,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
     values = FanOutValues(count: elements.count)
     state = Locked(State(remaining: elements.count))
     (branches, link) = token.makeChild()
-    gate = limit < elements.count ? Admission(capacity: limit) : nil
+    gate = limit < elements.count ? FoldGate(capacity: limit) : nil
   }
 
   /// Runs `program` on each of `elements`, at most `limit` at once, and reports the outcome
@@ -97,7 +97,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
     let handler = join.branches.onCancel { join.end(.cancelled) }
     join.state.withLock { $0.cancelHandler = handler }
     guard let gate = join.gate else { return join.startAll() }
-    gate.enter(FoldSlots(join, waitsOn: join.branches), runs: elements.count)
+    gate.enter(join, waitsOn: join.branches, runs: elements.count)
   }
 
   /// Starts every element, unlimited; one not yet started when the join ends never starts.
@@ -271,33 +271,7 @@ private enum FanOutNext {
   case finish(FanOutOutcome)
 }
 
-/// The waiter that stands in a limited fold's gate for every element not yet started; each
-/// admission starts the next one.
-///
-/// Its join reacts to the fold's cancellation itself, and its gate never rejects, so being
-/// turned away needs nothing more. `place` is guarded by the gate's lock, the rest are `let`s:
-/// that is what makes the `@unchecked Sendable` safe.
-final class FoldSlots: AdmissionWaiter, @unchecked Sendable {
-  var place = AdmissionPlace<FoldSlots>()
-  let waitsOn: CancellationToken
-  private let join: any FoldSlotJoin
-
-  init(_ join: any FoldSlotJoin, waitsOn token: CancellationToken) {
-    self.join = join
-    waitsOn = token
-  }
-
-  func admitted(_: AnyValue) { join.startNext() }
-  func turnedAway() {}
-  func rejected(_: LimitExceeded) {}
-}
-
-/// A fold whose elements start as its gate admits them.
-protocol FoldSlotJoin: SlotJoin {
-  func startNext()
-}
-
-extension FanOut: FoldSlotJoin {}
+extension FanOut: FoldStarter {}
 
 private struct FanOutState {
   var failures: [FanOutFailure] = []
