@@ -1,7 +1,7 @@
 /*:
  # Promise on the public API
 
- `Sources/AsyncCombinators/Facade/Promise.swift` rebuilds the article's PromiseKit-style interface —
+ `Sources/AsyncCombinatorsPromise/Promise.swift` rebuilds the article's PromiseKit-style interface —
  `firstly`, `then`, `when`, `always`, `error` — in about 110 lines of code, using nothing but
  the library's public API: `AsyncFunc`, `+>` and `<>`. CI builds the facade as a module of its
  own to prove it. No locks, no busy-waits: each method is one of the operators applied to the
