@@ -591,15 +591,15 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
 
   /// Registers the handler that turns away every waiter on `watch`'s token.
   private func register(_ watch: Watch, on token: CancellationToken) {
-    // Registered outside the lock: on a token cancelled already the handler runs at once.
-    let registration = token.onCancel { self.turnAway(watch) }
-    let hasEnded = state.withLock { _ in
-      guard watch.isActive else { return true }
-      watch.registration = registration.idOnToken
-      return false
+    // Registered outside the lock: on a token cancelled already the handler runs at once. Kept
+    // only if a waiter still needs it: every one may have left, or been turned away, meanwhile.
+    keepOrRevoke(token.onCancel { self.turnAway(watch) }) { registration in
+      state.withLock { _ in
+        guard watch.isActive else { return false }
+        watch.registration = registration.idOnToken
+        return true
+      }
     }
-    // Every waiter on it left, or was turned away, meanwhile: nothing left to guard.
-    if hasEnded { registration.remove() }
   }
 
   /// Admits or rejects a run at once when it can, before the caller builds its waiter: a run
