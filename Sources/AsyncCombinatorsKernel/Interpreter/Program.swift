@@ -148,6 +148,8 @@ package final class CallbackStage: Sendable {
   }
 }
 
+/// A library modifier's or join's stage: it completes through a `StageReport`, not a
+/// completion object. Built only through `Program.make(_:reporting:)`.
 @usableFromInline
 package final class ModifierStage: Sendable {
   package let shape: Shape
@@ -173,6 +175,40 @@ package final class DirectStage: Sendable {
     self.shape = shape
     self.label = label
     self.body = body
+  }
+}
+
+// MARK: Building a library stage
+
+/// The one way the library builds a modifier or a join (`retry`, `timeout`, `limit`, `race`,
+/// `latest`, `<>`, the folds, `delay`…): a stage that starts its inner work with
+/// `Program.start`. It comes in two kinds, the one choice a modifier makes:
+///
+/// - `make(_:reporting:)`: the stage completes through a `StageReport`. It completes exactly
+///   once by construction, so it needs no completion object, and it is not a step of its own
+///   in a trace: what it runs is.
+/// - `make(_:label:completing:)`: the stage completes through a `StageCompletion`, which
+///   traces it as a step of its own (a fork-join, a fold, `latest`, `delay`) and checks the
+///   callback contract.
+///
+/// Either way the stage counts as one body in flight while it runs, as every stage does; the
+/// start path (`Program.start`) decides that, not the modifier.
+extension Program {
+  /// A modifier or join stage that completes through a `StageReport`.
+  package static func make(
+    _ shape: Shape,
+    reporting body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+  ) -> Program {
+    .modifier(ModifierStage(shape: shape, body: body))
+  }
+
+  /// A modifier or join stage that is a step of its own in a trace, and completes through a
+  /// `StageCompletion`.
+  package static func make(
+    _ shape: Shape, label: Label,
+    completing body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+  ) -> Program {
+    .callback(CallbackStage(shape: shape, label: label, body: body))
   }
 }
 

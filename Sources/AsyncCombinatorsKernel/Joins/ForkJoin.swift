@@ -70,15 +70,13 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) -> Program {
     let branches = Branches(programs)
-    return .callback(
-      CallbackStage(shape: .parallel(branches, spelling), label: label) {
-        input, token, completion in
-        Trampoline.run {
-          start(
-            branches.programs, input: input, token: token, completion: completion,
-            assemble: assemble)
-        }
-      })
+    return .make(.parallel(branches, spelling), label: label) { input, token, completion in
+      Trampoline.run {
+        start(
+          branches.programs, input: input, token: token, completion: completion,
+          assemble: assemble)
+      }
+    }
   }
 
   private static func start(
