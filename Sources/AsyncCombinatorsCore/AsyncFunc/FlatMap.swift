@@ -34,20 +34,20 @@ extension AsyncFunc {
       input, token, completion in
       inner.start(
         input, token: token,
-        sink: Choice(completion, token) { value in transform(unbox(value)).program })
+        parent: Choice(completion, token) { value in transform(unbox(value)).program })
     }
   }
 }
 
 /// Where a `flatMap` stage's first function reports: its value chooses the function to run
 /// next, on the same token, which reports to the stage's completion.
-private final class Choice: StageSink {
-  private let completion: StageCompletion
+private final class Choice: StageParent {
+  private let completion: CallbackCompletion
   private let token: CancellationToken
   private let choose: @Sendable (AnyValue) -> Program
 
   init(
-    _ completion: StageCompletion, _ token: CancellationToken,
+    _ completion: CallbackCompletion, _ token: CancellationToken,
     _ choose: @escaping @Sendable (AnyValue) -> Program
   ) {
     self.completion = completion
@@ -55,13 +55,13 @@ private final class Choice: StageSink {
     self.choose = choose
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     // A run cancelled before this function completed never chooses, even when the function
     // ignored the cancellation and delivered a value.
     if token.isCancelled { return completion.fail(CancellationError()) }
     let value = consume value
-    choose(value).start(value, token: token, sink: completion)
+    choose(value).start(value, token: token, parent: completion)
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) { completion.fail(error) }
+  func childFailed(_ error: any Error, tag _: Int) { completion.fail(error) }
 }

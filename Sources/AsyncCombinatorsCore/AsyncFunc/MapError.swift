@@ -27,20 +27,20 @@ extension AsyncFunc {
     let label = Label(name: nil, fileID: #fileID, line: #line)
     return AsyncFunc(modifying: inner, call: "mapError { … }", label: label) {
       input, token, completion in
-      inner.start(input, token: token, sink: ErrorMapping(completion, token, transform))
+      inner.start(input, token: token, parent: ErrorMapping(completion, token, transform))
     }
   }
 }
 
 /// Where a `mapError` stage's inner function reports: a failure other than cancellation goes
 /// through the transform.
-private final class ErrorMapping: StageSink {
-  private let completion: StageCompletion
+private final class ErrorMapping: StageParent {
+  private let completion: CallbackCompletion
   private let token: CancellationToken
   private let transform: @Sendable (any Error) -> any Error
 
   init(
-    _ completion: StageCompletion, _ token: CancellationToken,
+    _ completion: CallbackCompletion, _ token: CancellationToken,
     _ transform: @escaping @Sendable (any Error) -> any Error
   ) {
     self.completion = completion
@@ -48,13 +48,13 @@ private final class ErrorMapping: StageSink {
     self.transform = transform
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     // Cancelled first: the run's outcome is the cancellation, whatever arrives later.
     if token.isCancelled { return completion.fail(CancellationError()) }
     completion.succeed(value)
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     if error is CancellationError || token.isCancelled {
       return completion.fail(CancellationError())
     }

@@ -73,7 +73,7 @@ final class LimitedFunction: Sendable {
   /// One run enters the gate. A gate whose queue limit can turn a run away at once is asked
   /// first, so that a rejected run builds nothing but its error; any other gate takes the
   /// run's waiter in one step.
-  func enter(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+  func enter(_ input: AnyValue, token: CancellationToken, report: ModifierReport) {
     if gate.queueLimit.rejectsAtOnce {
       switch gate.attempt(weight: weight, priority: priority) {
       case .admitted: return LimitedRun(self, token, report).admitted(input)
@@ -98,10 +98,10 @@ final class LimitedFunction: Sendable {
 /// at `init` and let go once the count is quiet, after which nothing reads it. `sampled` is
 /// written at admission, before the inner run starts, and taken when it reports or when the
 /// count is quiet, which come after; the two do not overlap, as for `succeeded`.
-final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
+final class LimitedRun: InFlightWork, StageParent, AdmissionWaiter, @unchecked Sendable {
   private let count: InFlightCount
   private let function: LimitedFunction
-  private let report: StageReport
+  private let report: ModifierReport
   let waitsOn: CancellationToken
   var place = AdmissionPlace<LimitedRun>()
   private var holdsSlot = false
@@ -114,7 +114,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   /// its end is reported.
   private var sampled: (at: Duration, inFlight: Int)?
 
-  init(_ function: LimitedFunction, _ token: CancellationToken, _ report: StageReport) {
+  init(_ function: LimitedFunction, _ token: CancellationToken, _ report: ModifierReport) {
     self.function = function
     self.report = report
     waitsOn = token
@@ -127,7 +127,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
   func admitted(_ input: AnyValue) {
     holdsSlot = true
     if let sampler = function.sampler { sampled = sampler.started(weight: function.weight) }
-    function.inner.start(input, token: inner!.child, sink: self)
+    function.inner.start(input, token: inner!.child, parent: self)
   }
 
   /// Reports the cancellation, so that whatever counts this run (an enclosing limit's slot, a
@@ -164,7 +164,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
       weight: function.weight, succeeded: function.countsOutcomes ? succeeded : nil)
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     succeeded = true
     if let sampler = function.sampler { sample(sampler, error: nil) }
     guard function.deliversFirst else {
@@ -176,7 +176,7 @@ final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sen
     leave()
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     succeeded = false
     if let sampler = function.sampler { sample(sampler, error: error) }
     guard function.deliversFirst else {

@@ -37,7 +37,7 @@ extension AsyncFunc {
       !functions.isEmpty, "race([]): a race needs at least one function", file: file, line: line)
     let name = "race(\(functions.map(\.description).joined(separator: ", ")))"
     let contenders = functions.map(\.program)
-    // A join that reports through a `StageReport`: it decides exactly once by construction,
+    // A join that reports through a `ModifierReport`: it decides exactly once by construction,
     // so it needs no completion object to enforce it. Described as written, not as a call.
     let shape = Shape.stage(Label(name: name, fileID: #fileID, line: #line))
     return AsyncFunc(
@@ -46,7 +46,7 @@ extension AsyncFunc {
         for contender in contenders {
           // Decided or cancelled already: start no more; a cancelled race completes as such.
           if join.token.isCancelled { return join.withdraw() }
-          contender.start(input, token: join.token, sink: join)
+          contender.start(input, token: join.token, parent: join)
         }
       })
   }
