@@ -300,6 +300,6 @@ func scaled(_ duration: Duration, by factor: Double) -> Duration {
 extension Program {
   /// How `inner` modified by `call` reads, for an observer: `fetch.retry(3)`.
   static func modified(_ inner: Program, _ call: String) -> String {
-    Program.modifier(ModifierStage(shape: .modified(inner, call)) { _, _, _ in }).structure
+    Program.make(.modified(inner, call)) { _, _, _ in }.structure
   }
 }
