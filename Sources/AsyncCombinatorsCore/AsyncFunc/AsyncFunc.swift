@@ -96,7 +96,7 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
   /// A callback stage whose body works on the erased input and the stage's own completion.
   init(
     label: Label,
-    body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+    body: @escaping @Sendable (AnyValue, CancellationToken, CallbackCompletion) -> Void
   ) {
     self.init(program: .callback(CallbackStage(shape: .stage(label), label: label, body: body)))
   }
@@ -230,14 +230,25 @@ extension AsyncFunc: CustomStringConvertible {
 }
 
 extension AsyncFunc {
-  /// A modifier's stage: `body` works on erased values and reports through a `StageReport`,
-  /// which spares the typed closures a public initializer wraps around every run, and the
-  /// completion object.
+  /// The library's one modifier builder (see `Program.make(_:reporting:)`): a stage described
+  /// as a call on `inner`, whose `body` works on erased values and reports through a
+  /// `ModifierReport`, which spares the typed closures a public initializer wraps around every
+  /// run, and the completion object.
   @usableFromInline
   init(
     modifying inner: Program, call: String,
-    body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+    body: @escaping @Sendable (AnyValue, CancellationToken, ModifierReport) -> Void
   ) {
-    self.init(program: .modifier(ModifierStage(shape: .modified(inner, call), body: body)))
+    self.init(program: .make(.modified(inner, call), reporting: body))
+  }
+
+  /// The builder for a modifier that is a step of its own in a trace (a fold, `latest`):
+  /// `body` completes through the stage's `CallbackCompletion`. See
+  /// `Program.make(_:label:completing:)`.
+  init(
+    modifying inner: Program, call: String, label: Label,
+    body: @escaping @Sendable (AnyValue, CancellationToken, CallbackCompletion) -> Void
+  ) {
+    self.init(program: .make(.modified(inner, call), label: label, completing: body))
   }
 }

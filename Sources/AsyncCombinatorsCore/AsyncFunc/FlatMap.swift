@@ -27,17 +27,41 @@ extension AsyncFunc {
   public func flatMap<Next>(
     _ transform: @escaping @Sendable (Output) -> AsyncFunc<Output, Next>
   ) -> AsyncFunc<Input, Next> {
-    AsyncFunc<Input, Next>(wrapping: self, call: "flatMap { … }") { input, token, complete in
-      self.run(input, token: token) { result in
-        switch result {
-        case .success(let value):
-          // The token is the run's: a cancellation that came first fails the chosen run at
-          // once, and one that comes later reaches the chosen function's own body.
-          transform(value).run(value, token: token, completion: complete)
-        case .failure(let error):
-          complete(.failure(error))
-        }
-      }
+    let inner = program
+    let label = Label(name: nil, fileID: #fileID, line: #line)
+    // A step of its own in a trace, as the function it chooses is.
+    return AsyncFunc<Input, Next>(modifying: inner, call: "flatMap { … }", label: label) {
+      input, token, completion in
+      inner.start(
+        input, token: token,
+        parent: Choice(completion, token) { value in transform(unbox(value)).program })
     }
   }
+}
+
+/// Where a `flatMap` stage's first function reports: its value chooses the function to run
+/// next, on the same token, which reports to the stage's completion.
+private final class Choice: StageParent {
+  private let completion: CallbackCompletion
+  private let token: CancellationToken
+  private let choose: @Sendable (AnyValue) -> Program
+
+  init(
+    _ completion: CallbackCompletion, _ token: CancellationToken,
+    _ choose: @escaping @Sendable (AnyValue) -> Program
+  ) {
+    self.completion = completion
+    self.token = token
+    self.choose = choose
+  }
+
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
+    // A run cancelled before this function completed never chooses, even when the function
+    // ignored the cancellation and delivered a value.
+    if token.isCancelled { return completion.fail(CancellationError()) }
+    let value = consume value
+    choose(value).start(value, token: token, parent: completion)
+  }
+
+  func childFailed(_ error: any Error, tag _: Int) { completion.fail(error) }
 }

@@ -23,15 +23,41 @@ extension AsyncFunc {
   public func mapError(
     _ transform: @escaping @Sendable (any Error) -> any Error
   ) -> AsyncFunc {
-    AsyncFunc(wrapping: self, call: "mapError { … }") { input, token, complete in
-      self.run(input, token: token) { result in
-        switch result {
-        case .failure(let error) where !(error is CancellationError):
-          complete(.failure(transform(error)))
-        default:
-          complete(result)
-        }
-      }
+    let inner = program
+    let label = Label(name: nil, fileID: #fileID, line: #line)
+    return AsyncFunc(modifying: inner, call: "mapError { … }", label: label) {
+      input, token, completion in
+      inner.start(input, token: token, parent: ErrorMapping(completion, token, transform))
     }
+  }
+}
+
+/// Where a `mapError` stage's inner function reports: a failure other than cancellation goes
+/// through the transform.
+private final class ErrorMapping: StageParent {
+  private let completion: CallbackCompletion
+  private let token: CancellationToken
+  private let transform: @Sendable (any Error) -> any Error
+
+  init(
+    _ completion: CallbackCompletion, _ token: CancellationToken,
+    _ transform: @escaping @Sendable (any Error) -> any Error
+  ) {
+    self.completion = completion
+    self.token = token
+    self.transform = transform
+  }
+
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
+    // Cancelled first: the run's outcome is the cancellation, whatever arrives later.
+    if token.isCancelled { return completion.fail(CancellationError()) }
+    completion.succeed(value)
+  }
+
+  func childFailed(_ error: any Error, tag _: Int) {
+    if error is CancellationError || token.isCancelled {
+      return completion.fail(CancellationError())
+    }
+    completion.fail(transform(error))
   }
 }

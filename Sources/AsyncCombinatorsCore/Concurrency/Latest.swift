@@ -36,18 +36,20 @@ extension AsyncFunc {
   public func latest() -> AsyncFunc {
     let (runs, inner) = (Supersession(), program)
     let label = Label(name: "latest", fileID: #fileID, line: #line)
-    // Erased from end to end: nothing here runs generic over the output.
-    let stage = CallbackStage(shape: .modified(inner, "latest()"), label: label) {
+    // Erased from end to end: nothing here runs generic over the output. A step of its own in
+    // a trace, so a superseded run shows as cancelled there.
+    return AsyncFunc(modifying: inner, call: "latest()", label: label) {
       input, token, completion in
       let (child, link) = token.makeChild()
       let generation = runs.begin(child)
-      // Owns its cancellation: a superseded run completes at once, not when its body returns.
+      // Owns its cancellation, unlike `Program.start`'s nested run: a superseded run completes
+      // at once, not when its body returns. Its stages count themselves on `child`, as any
+      // stage does.
       Run(token: child, ownsCancellation: true) { result in
         link.remove()
         runs.deliver(result, of: generation, to: completion)
       }
       .start(inner, input)
     }
-    return AsyncFunc(program: .callback(stage))
   }
 }

@@ -103,8 +103,9 @@ extension AsyncFunc {
       arguments.append("acceptableFailure: \(acceptableFailure)")
     }
     let call = name + "(" + arguments.joined(separator: ", ") + ")"
-    return AsyncFunc<[Input], FoldOutput>(label: label, shape: .modified(program, call)) {
-      elements, token, complete in
+    return AsyncFunc<[Input], FoldOutput>(modifying: program, call: call, label: label) {
+      input, token, completion in
+      let elements = unbox(input, as: [Input].self)
       let allowed = acceptableFailure.allowedFailures(outOf: elements.count)
       FanOut.run(
         program, on: elements, limit: limit, allowedFailures: allowed, token: token,
@@ -112,14 +113,13 @@ extension AsyncFunc {
       ) { outcome in
         switch outcome {
         case .finished(let values, let failures):
-          complete(.success(output(elements, values, failures)))
+          completion.succeed(output(elements, values, failures))
         case .tooManyFailures(let failures):
-          complete(
-            .failure(
-              FanOut<Input>.rateExceeded(
-                failures, count: elements.count, tolerance: acceptableFailure)))
+          completion.fail(
+            FanOut<Input>.rateExceeded(
+              failures, count: elements.count, tolerance: acceptableFailure))
         case .cancelled:
-          complete(.failure(CancellationError()))
+          completion.fail(CancellationError())
         }
       }
     }

@@ -27,15 +27,15 @@ extension AsyncFunc {
     _ initial: Output, _ combine: AsyncFunc<(Output, Element), Output>
   ) -> AsyncFunc<[Element], Output> where Input == [Element] {
     let name = "reduce(\(initial), \(combine))"
+    let label = Label(name: name, fileID: #fileID, line: #line)
     return AsyncFunc<[Element], Output>(
-      label: Label(name: name, fileID: #fileID, line: #line)
-    ) { elements, token, complete in
-      // Each element becomes a stage `accumulated -> combine(accumulated, element)`; the
-      // interpreter runs the chain with its trampoline and cancellation.
-      let steps = elements.map { element in
-        AsyncFunc<Output, (Output, Element)>.sync { ($0, element) } +> combine
-      }
-      AsyncFunc<Output, Output>.serial(steps).run(initial, token: token, completion: complete)
-    }
+      program: .make(.stage(label), label: label) { elements, token, completion in
+        // Each element becomes a stage `accumulated -> combine(accumulated, element)`; the
+        // interpreter runs the chain with its trampoline, each stage counting itself.
+        let steps = unbox(elements, as: [Element].self).map { element in
+          (AsyncFunc<Output, (Output, Element)>.sync { ($0, element) } +> combine).program
+        }
+        Program.sequence(steps).start(initial, token: token, parent: completion)
+      })
   }
 }

@@ -216,10 +216,15 @@ private final class Batcher<Key: Hashable & Sendable, Value: Sendable, Element: 
     call = "batched(\(arguments))"
   }
 
+  /// A stage of its own, built as every library stage is. Its run counts as one body in
+  /// flight until its key's outcome comes; the batch's `load` runs on the batch's own token,
+  /// counted by no caller's limit, since it serves them all.
   var function: AsyncFunc<Key, Value> {
-    AsyncFunc(name: call, fileID: loader.fileID, line: loader.line) { key, token, complete in
-      self.run(key, token: token, complete: complete)
-    }
+    let label = Label(name: call, fileID: loader.fileID, line: loader.line)
+    return AsyncFunc(
+      program: .make(.stage(label), label: label) { key, token, completion in
+        self.run(unbox(key), token: token, complete: completion.typed())
+      })
   }
 
   private var windowed: Bool {

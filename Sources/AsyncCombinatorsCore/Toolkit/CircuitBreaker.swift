@@ -247,22 +247,22 @@ extension AsyncFunc {
       case .success(let ticket):
         inner.start(
           input, token: token,
-          sink: BreakerSink(breaker: breaker, ticket: ticket, token: token, report: report))
+          parent: BreakerSink(breaker: breaker, ticket: ticket, token: token, report: report))
       }
     }
   }
 }
 
 /// One guarded run: tells the breaker how it ended, then its stage.
-private final class BreakerSink: StageSink {
+private final class BreakerSink: StageParent {
   private let breaker: CircuitBreaker
   private let ticket: BreakerTicket
   private let token: CancellationToken
-  private let report: StageReport
+  private let report: ModifierReport
 
   init(
     breaker: CircuitBreaker, ticket: BreakerTicket, token: CancellationToken,
-    report: StageReport
+    report: ModifierReport
   ) {
     self.breaker = breaker
     self.ticket = ticket
@@ -270,12 +270,12 @@ private final class BreakerSink: StageSink {
     self.report = report
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     breaker.record(ticket, .success, observer: token.runObserver)
     report.succeed(value)
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     let outcome: BreakerOutcome =
       if error is CancellationError || token.isCancelled {
         .cancelled

@@ -30,11 +30,17 @@ extension AsyncFunc where Input == Output {
       duration >= .zero, "delay(\(duration)): the duration must not be negative", file: file,
       line: line)
     let timers = TimerClock(clock)
-    return AsyncFunc(label: Label(name: "delay(\(duration))", fileID: #fileID, line: #line)) {
-      input, token, complete in
-      timers.after(duration, token) { expired in
-        complete(expired ? .success(input) : .failure(CancellationError()))
-      }
-    }
+    let label = Label(name: "delay(\(duration))", fileID: #fileID, line: #line)
+    // A step of its own in a trace; erased, so a run wraps no typed closure around it.
+    return AsyncFunc(
+      program: .make(.stage(label), label: label) { input, token, completion in
+        timers.after(duration, token) { expired in
+          if expired {
+            completion.succeed(input)
+          } else {
+            completion.fail(CancellationError())
+          }
+        }
+      })
   }
 }

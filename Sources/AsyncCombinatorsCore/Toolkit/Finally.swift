@@ -26,7 +26,7 @@ extension AsyncFunc {
     let call = "finally(\(cleanup.structure))"
     return AsyncFunc(modifying: inner, call: call) {
       input, token, report in
-      inner.start(input, token: token, sink: Cleanup(report, cleanup, input, token))
+      inner.start(input, token: token, parent: Cleanup(report, cleanup, input, token))
     }
   }
 }
@@ -74,19 +74,19 @@ extension AsyncFunc {
       body(unbox(input), result.map { unbox($0) })
     }
     return AsyncFunc(modifying: inner, call: "tap { … }") { input, token, report in
-      inner.start(input, token: token, sink: Tap(report, input, observe))
+      inner.start(input, token: token, parent: Tap(report, input, observe))
     }
   }
 }
 
 /// Where a `tap` stage's inner function reports: the body sees the result on its way through.
-private final class Tap: StageSink {
-  private let report: StageReport
+private final class Tap: StageParent {
+  private let report: ModifierReport
   private let input: AnyValue
   private let observe: @Sendable (AnyValue, AnyResult) -> Void
 
   init(
-    _ report: StageReport, _ input: AnyValue,
+    _ report: ModifierReport, _ input: AnyValue,
     _ observe: @escaping @Sendable (AnyValue, AnyResult) -> Void
   ) {
     self.report = report
@@ -94,26 +94,26 @@ private final class Tap: StageSink {
     self.observe = observe
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     let value = value
     observe(input, .success(value))
     report.succeed(value)
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     observe(input, .failure(error))
     report.fail(error)
   }
 }
 
-/// Where a `finally` stage's two functions report: the inner one as branch 0, then the
-/// cleanup as branch 1, which delivers the inner result unless only the cleanup failed.
+/// Where a `finally` stage's two functions report: the inner one tagged phase 0, then the
+/// cleanup tagged phase 1, which delivers the inner result unless only the cleanup failed.
 ///
 /// `value` and `failure` (the inner result, one of them set) are written before the cleanup
 /// starts and read when the cleanup reports, which the cleanup's completion orders after that
 /// start: that is what makes `@unchecked Sendable` safe.
-private final class Cleanup: StageSink, @unchecked Sendable {
-  private let report: StageReport
+private final class Cleanup: StageParent, @unchecked Sendable {
+  private let report: ModifierReport
   private let cleanup: Program
   private let input: AnyValue
   private let token: CancellationToken
@@ -121,7 +121,7 @@ private final class Cleanup: StageSink, @unchecked Sendable {
   private var failure: (any Error)?
 
   init(
-    _ report: StageReport, _ cleanup: Program, _ input: AnyValue,
+    _ report: ModifierReport, _ cleanup: Program, _ input: AnyValue,
     _ token: CancellationToken
   ) {
     self.report = report
@@ -130,23 +130,23 @@ private final class Cleanup: StageSink, @unchecked Sendable {
     self.token = token
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    guard branch == 0 else {
+  func childSucceeded(_ value: consuming AnyValue, tag phase: Int) {
+    guard phase == 0 else {
       if let failure = failure.take() { return report.fail(failure) }
       return report.succeed(self.value.take()!)
     }
     self.value = value
-    cleanup.start(input, token: token, sink: self, branch: 1)
+    cleanup.start(input, token: token, parent: self, tag: 1)
   }
 
-  func stageFailed(_ error: any Error, branch: Int) {
-    guard branch == 0 else {
+  func childFailed(_ error: any Error, tag phase: Int) {
+    guard phase == 0 else {
       // The inner function's failure wins over the cleanup's.
       value = nil
       return report.fail(failure.take() ?? error)
     }
     // A cancelled run is over: `start` sees the token and the cleanup does not begin.
     failure = error
-    cleanup.start(input, token: token, sink: self, branch: 1)
+    cleanup.start(input, token: token, parent: self, tag: 1)
   }
 }

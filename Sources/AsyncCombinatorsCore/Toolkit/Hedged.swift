@@ -93,7 +93,7 @@ private final class HedgePlan: Sendable {
 /// race: the timer firing starts the next hedge, the run's cancellation takes the timer back,
 /// and an early hedge (after a failure) or the end of the run takes both back. The first to
 /// end the wait acts; the others find it ended.
-private final class HedgedRun: StageSink {
+private final class HedgedRun: StageParent {
   private struct State {
     /// Attempts started (or being started): the next one's number.
     var started = 0
@@ -133,13 +133,13 @@ private final class HedgedRun: StageSink {
   private let plan: HedgePlan
   private let input: AnyValue
   private let token: CancellationToken
-  private let report: StageReport
+  private let report: ModifierReport
   private let state = Locked(State())
   /// Won by whichever of a success, a cancellation and the last failure decides the run;
   /// claimed and read under `state`'s lock, with the attempts it decides on.
   private let decided = Claim()
 
-  init(_ plan: HedgePlan, input: AnyValue, token: CancellationToken, report: StageReport) {
+  init(_ plan: HedgePlan, input: AnyValue, token: CancellationToken, report: ModifierReport) {
     self.plan = plan
     self.input = input
     self.token = token
@@ -188,7 +188,7 @@ private final class HedgedRun: StageSink {
       observer.observe(.hedgeStarted(Program.modified(plan.inner, plan.call), hedge: number))
     }
     if let wait { arm(wait) }
-    plan.inner.start(input, token: attempt.token, sink: self, branch: number)
+    plan.inner.start(input, token: attempt.token, parent: self, tag: number)
     return true
   }
 
@@ -218,14 +218,14 @@ private final class HedgedRun: StageSink {
     launch(ifNext: wait.next)
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    guard decide(ended: branch) else { return }
+  func childSucceeded(_ value: consuming AnyValue, tag number: Int) {
+    guard decide(ended: number) else { return }
     report.succeed(value)
   }
 
-  func stageFailed(_ error: any Error, branch: Int) {
+  func childFailed(_ error: any Error, tag number: Int) {
     if error is CancellationError || token.isCancelled {
-      guard decide(ended: branch) else { return }
+      guard decide(ended: number) else { return }
       return report.fail(CancellationError())
     }
     enum Next {
@@ -235,9 +235,9 @@ private final class HedgedRun: StageSink {
     }
     let pastDeadline = plan.timers.timeLeft(on: token).map { $0 <= .zero } ?? false
     let (ended, next) = state.withLock { state -> (Child?, Next) in
-      if branch == 0 { state.primaryError = error }
+      if number == 0 { state.primaryError = error }
       if pastDeadline { state.pastDeadline = true }
-      let ended = state.end(branch)
+      let ended = state.end(number)
       guard !decided.isClaimed else { return (ended, .nothing) }
       if state.started <= plan.maxHedges && !state.pastDeadline { return (ended, .hedge) }
       guard state.allEnded, let primary = state.primaryError, decided.claim() else {
@@ -265,11 +265,11 @@ private final class HedgedRun: StageSink {
     report.fail(ended.primary)
   }
 
-  /// Ends attempt `branch` and decides the run, unless it was decided already: cancels the
+  /// Ends attempt `number` and decides the run, unless it was decided already: cancels the
   /// other attempts and takes the pending wait back. Returns whether it decided the run.
-  private func decide(ended branch: Int) -> Bool {
+  private func decide(ended number: Int) -> Bool {
     let (ended, decided) = state.withLock { state -> (Child?, Decided?) in
-      let ended = state.end(branch)
+      let ended = state.end(number)
       guard self.decided.claim() else { return (ended, nil) }
       // The others stay in `state` until they end, as each still reports.
       return (

@@ -46,7 +46,7 @@ extension AsyncFunc {
     let call = "on(\(name))"
     return AsyncFunc(modifying: inner, call: call) { input, token, report in
       // A hop: the block starts the inner function, which reports for this stage.
-      performer.perform { inner.start(input, token: token, report: report) }
+      performer.perform { inner.continueStage(input, token: token, report: report) }
     }
   }
 }

@@ -37,17 +37,17 @@ extension AsyncFunc {
       !functions.isEmpty, "race([]): a race needs at least one function", file: file, line: line)
     let name = "race(\(functions.map(\.description).joined(separator: ", ")))"
     let contenders = functions.map(\.program)
-    // A library stage that reports through a `StageReport`: the join decides exactly once by
-    // construction, so it needs no completion object to enforce it.
+    // A join that reports through a `ModifierReport`: it decides exactly once by construction,
+    // so it needs no completion object to enforce it. Described as written, not as a call.
     let shape = Shape.stage(Label(name: name, fileID: #fileID, line: #line))
-    let stage = ModifierStage(shape: shape) { input, token, report in
-      let join = RaceJoin(count: contenders.count, token: token, report: report)
-      for contender in contenders {
-        // Decided or cancelled already: start no more; a cancelled race completes as such.
-        if join.token.isCancelled { return join.withdraw() }
-        contender.start(input, token: join.token, sink: join)
-      }
-    }
-    return AsyncFunc(program: .modifier(stage))
+    return AsyncFunc(
+      program: .make(shape) { input, token, report in
+        let join = RaceJoin(count: contenders.count, token: token, report: report)
+        for contender in contenders {
+          // Decided or cancelled already: start no more; a cancelled race completes as such.
+          if join.token.isCancelled { return join.withdraw() }
+          contender.start(input, token: join.token, parent: join)
+        }
+      })
   }
 }

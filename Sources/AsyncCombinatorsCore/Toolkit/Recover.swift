@@ -25,7 +25,7 @@ extension AsyncFunc {
     let recovery: @Sendable (any Error) throws -> AnyValue = { try transform($0) }
     let call = "recover { … }"
     return AsyncFunc(modifying: inner, call: call) { input, token, report in
-      inner.start(input, token: token, sink: Recovery(report, recovery))
+      inner.start(input, token: token, parent: Recovery(report, recovery))
     }
   }
 }
@@ -55,48 +55,48 @@ extension AsyncFunc {
     let (inner, fallback) = (program, fallback.program)
     return AsyncFunc(modifying: inner, call: "recover(with: \(fallback.structure))") {
       input, token, report in
-      inner.start(input, token: token, sink: Fallback(report, fallback, token))
+      inner.start(input, token: token, parent: Fallback(report, fallback, token))
     }
   }
 }
 
 /// Where a `recover(with:)` stage's inner function reports: a failure other than cancellation
 /// starts the fallback, which reports to the stage's own completion.
-private final class Fallback: StageSink {
-  private let report: StageReport
+private final class Fallback: StageParent {
+  private let report: ModifierReport
   private let fallback: Program
   private let token: CancellationToken
 
-  init(_ report: StageReport, _ fallback: Program, _ token: CancellationToken) {
+  init(_ report: ModifierReport, _ fallback: Program, _ token: CancellationToken) {
     self.report = report
     self.fallback = fallback
     self.token = token
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { report.succeed(value) }
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) { report.succeed(value) }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     guard !(error is CancellationError) else { return report.fail(error) }
-    fallback.start(error, token: token, report: report)
+    fallback.continueStage(error, token: token, report: report)
   }
 }
 
 /// Where a `recover` stage's inner function reports: a failure other than cancellation goes
 /// through the transform.
-private final class Recovery: StageSink {
-  private let report: StageReport
+private final class Recovery: StageParent {
+  private let report: ModifierReport
   private let transform: @Sendable (any Error) throws -> AnyValue
 
   init(
-    _ report: StageReport, _ transform: @escaping @Sendable (any Error) throws -> AnyValue
+    _ report: ModifierReport, _ transform: @escaping @Sendable (any Error) throws -> AnyValue
   ) {
     self.report = report
     self.transform = transform
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) { report.succeed(value) }
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) { report.succeed(value) }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     guard !(error is CancellationError) else { return report.fail(error) }
     let recovered: AnyValue
     do { recovered = try transform(error) } catch { return report.fail(error) }

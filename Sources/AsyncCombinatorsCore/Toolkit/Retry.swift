@@ -114,11 +114,11 @@ final class RetryPlan: Sendable {
 /// the loop has exited, re-enters the loop on its own thread (or the retry timer's).
 ///
 /// Each attempt starts the inner program directly and reports to the loop, as a modifier's
-/// inner function reports to its sink: no run of its own, no registration.
+/// inner function reports to its parent: no run of its own, no registration.
 ///
 /// Not generic over the output, which it only passes on: a generic class, and the state nested
 /// in it, would cost a lookup of their type metadata in the runtime's cache on every run.
-final class RetryLoop: StageSink {
+final class RetryLoop: StageParent {
   private struct State {
     var attempts = 0
     /// What the waits of this run have been, for the next.
@@ -137,11 +137,11 @@ final class RetryLoop: StageSink {
   private let plan: RetryPlan
   private let input: AnyValue
   private let token: CancellationToken
-  private let report: StageReport
+  private let report: ModifierReport
   private let state: Locked<State>
   private let loop = Atomic<UInt8>(Loop.idle)
 
-  init(_ plan: RetryPlan, input: AnyValue, token: CancellationToken, report: StageReport) {
+  init(_ plan: RetryPlan, input: AnyValue, token: CancellationToken, report: ModifierReport) {
     self.plan = plan
     self.input = input
     self.token = token
@@ -176,7 +176,7 @@ final class RetryLoop: StageSink {
       current = found
     }
     while true {
-      plan.inner.start(input, token: token, sink: self)
+      plan.inner.start(input, token: token, parent: self)
       let (done, _) = loop.compareExchange(
         expected: Loop.running, desired: Loop.idle, ordering: .acquiringAndReleasing)
       if done { return }
@@ -184,12 +184,12 @@ final class RetryLoop: StageSink {
     }
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     plan.policy.budget?.refund()
     report.succeed(value)
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     let attempt = state.withLock { state in
       state.attempts += 1
       return state.attempts
@@ -300,6 +300,6 @@ func scaled(_ duration: Duration, by factor: Double) -> Duration {
 extension Program {
   /// How `inner` modified by `call` reads, for an observer: `fetch.retry(3)`.
   static func modified(_ inner: Program, _ call: String) -> String {
-    Program.modifier(ModifierStage(shape: .modified(inner, call)) { _, _, _ in }).structure
+    Program.make(.modified(inner, call)) { _, _, _ in }.structure
   }
 }

@@ -28,7 +28,7 @@ extension AsyncFunc {
     let inner = program
     return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
       input, token, report in
-      inner.start(input, token: token, sink: Settlement<Output>(report))
+      inner.start(input, token: token, parent: Settlement<Output>(report))
     }
   }
 }
@@ -36,20 +36,20 @@ extension AsyncFunc {
 /// Where a `settled` stage's inner function reports: every outcome but cancellation becomes
 /// a value.
 @usableFromInline
-final class Settlement<Output: Sendable>: StageSink {
-  @usableFromInline let report: StageReport
+final class Settlement<Output: Sendable>: StageParent {
+  @usableFromInline let report: ModifierReport
 
   @usableFromInline
-  init(_ report: StageReport) { self.report = report }
+  init(_ report: ModifierReport) { self.report = report }
 
   @usableFromInline
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     let outcome: Result<Output, any Error> = .success(unbox(value))
     report.succeed(outcome)
   }
 
   @usableFromInline
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     guard !(error is CancellationError) else { return report.fail(error) }
     let outcome: Result<Output, any Error> = .failure(error)
     report.succeed(outcome)

@@ -148,7 +148,7 @@ final class FlightTable: Sendable {
   /// One run: a kept result, a flight to join, or a new flight, which runs `inner` with
   /// `input`.
   func run(
-    _ input: AnyValue, key: FlightKey, token: CancellationToken, report: StageReport,
+    _ input: AnyValue, key: FlightKey, token: CancellationToken, report: ModifierReport,
     inner: Program
   ) {
     let now = policy?.now() ?? .zero
@@ -354,7 +354,7 @@ struct Flights {
 ///
 /// `@unchecked Sendable`: every `var` but `founderRegistration` is read and written only under
 /// `stripe`'s lock, and the rest are `let`s.
-final class Flight: StageSink, @unchecked Sendable {
+final class Flight: StageParent, @unchecked Sendable {
   enum Phase {
     /// A successor: runs wait in it for the cancelled flight before it to land.
     case waiting
@@ -396,7 +396,7 @@ final class Flight: StageSink, @unchecked Sendable {
 
   /// Starts the call on the flight's token: it reports here exactly once, even when the token
   /// was cancelled before it began.
-  func start() { inner.start(input, token: token, sink: self) }
+  func start() { inner.start(input, token: token, parent: self) }
 
   /// Starts a successor's call, unless every run that waited in it has left.
   func launch() {
@@ -420,11 +420,11 @@ final class Flight: StageSink, @unchecked Sendable {
     if cancel { token.cancel() }
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     table.landed(self, .success(value))
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) { table.landed(self, .failure(error)) }
+  func childFailed(_ error: any Error, tag _: Int) { table.landed(self, .failure(error)) }
 }
 
 /// The runs that joined a flight, by seat number in joining order. The first is kept inline,
@@ -436,7 +436,7 @@ struct Seats {
   /// A run that joined: how its stage reports, and its cancellation registration once made.
   struct Seat {
     let number: Int
-    let report: StageReport
+    let report: ModifierReport
     var registration: CancellationToken.Registration?
   }
 
@@ -450,7 +450,7 @@ struct Seats {
   var isEmpty: Bool { head == nil && rest.isEmpty }
 
   /// Seats a run; returns its number.
-  mutating func add(_ report: StageReport) -> Int {
+  mutating func add(_ report: ModifierReport) -> Int {
     defer { next += 1 }
     let seat = Seat(number: next, report: report, registration: nil)
     if isEmpty { head = seat } else { rest.append(seat) }

@@ -57,7 +57,7 @@ extension AsyncFunc {
         ? token.makeChild(deadline: clock.now.advanced(by: duration), on: clock).child
         : token.makeChild().child
       let race = TimeoutRace(report, duration, inner: inner)
-      program.start(input, token: inner, sink: race)
+      program.start(input, token: inner, parent: race)
       race.started(deadline, run: token)
     }
   }

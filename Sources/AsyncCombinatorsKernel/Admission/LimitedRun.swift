@@ -18,17 +18,17 @@ package protocol RunSampler: AnyObject, Sendable {
 /// What every run through one gate shares: the gate, the function it gates, and how a run
 /// takes its slot.
 package final class LimitedFunction: Sendable {
-  let gate: Admission<LimitedRun>
-  let inner: Program
-  let weight: Int
-  let priority: Int
+  package let gate: Admission<LimitedRun>
+  package let inner: Program
+  package let weight: Int
+  package let priority: Int
   /// Deliver a run's result before its slot goes to the next run, as a line does; a limit
   /// frees the slot first, so that it limits this function, not what runs after it.
-  let deliversFirst: Bool
+  package let deliversFirst: Bool
   /// Count each run's outcome in the gate as its slot is given back, as a work queue does.
-  let countsOutcomes: Bool
+  package let countsOutcomes: Bool
   /// An adaptive limiter's sampling, which each run reports its start and end to.
-  let sampler: (any RunSampler)?
+  package let sampler: (any RunSampler)?
 
   package init(
     _ gate: Admission<LimitedRun>, _ inner: Program, weight: Int = 1, priority: Int = 0,
@@ -45,7 +45,7 @@ package final class LimitedFunction: Sendable {
   /// One run enters the gate. A gate whose queue limit can turn a run away at once is asked
   /// first, so that a rejected run builds nothing but its error; any other gate takes the
   /// run's waiter in one step.
-  package func enter(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+  package func enter(_ input: AnyValue, token: CancellationToken, report: ModifierReport) {
     if gate.queueLimit.rejectsAtOnce {
       switch gate.attempt(weight: weight, priority: priority) {
       case .admitted: return LimitedRun(self, token, report).admitted(input)
@@ -70,10 +70,10 @@ package final class LimitedFunction: Sendable {
 /// at `init` and let go once the count is quiet, after which nothing reads it. `sampled` is
 /// written at admission, before the inner run starts, and taken when it reports or when the
 /// count is quiet, which come after; the two do not overlap, as for `succeeded`.
-package final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unchecked Sendable {
+package final class LimitedRun: InFlightWork, StageParent, AdmissionWaiter, @unchecked Sendable {
   private let count: InFlightCount
   private let function: LimitedFunction
-  private let report: StageReport
+  private let report: ModifierReport
   package let waitsOn: CancellationToken
   package var place = AdmissionPlace<LimitedRun>()
   private var holdsSlot = false
@@ -86,7 +86,7 @@ package final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
   /// its end is reported.
   private var sampled: (at: Duration, inFlight: Int)?
 
-  init(_ function: LimitedFunction, _ token: CancellationToken, _ report: StageReport) {
+  package init(_ function: LimitedFunction, _ token: CancellationToken, _ report: ModifierReport) {
     self.function = function
     self.report = report
     waitsOn = token
@@ -99,7 +99,7 @@ package final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
   package func admitted(_ input: AnyValue) {
     holdsSlot = true
     if let sampler = function.sampler { sampled = sampler.started(weight: function.weight) }
-    function.inner.start(input, token: inner!.child, sink: self)
+    function.inner.start(input, token: inner!.child, parent: self)
   }
 
   /// Reports the cancellation, so that whatever counts this run (an enclosing limit's slot, a
@@ -136,7 +136,7 @@ package final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
       weight: function.weight, succeeded: function.countsOutcomes ? succeeded : nil)
   }
 
-  package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  package func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     succeeded = true
     if let sampler = function.sampler { sample(sampler, error: nil) }
     guard function.deliversFirst else {
@@ -148,7 +148,7 @@ package final class LimitedRun: InFlightWork, StageSink, AdmissionWaiter, @unche
     leave()
   }
 
-  package func stageFailed(_ error: any Error, branch _: Int) {
+  package func childFailed(_ error: any Error, tag _: Int) {
     succeeded = false
     if let sampler = function.sampler { sample(sampler, error: error) }
     guard function.deliversFirst else {

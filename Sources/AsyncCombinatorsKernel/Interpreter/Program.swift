@@ -57,12 +57,12 @@ package enum ParallelSpelling: Sendable {
 /// explicit stack, so running it never recurses once per stage.
 @usableFromInline
 package enum Program: Sendable {
-  /// A callback stage: it completes through a `StageCompletion`, maybe on another thread.
+  /// A callback stage: it completes through a `CallbackCompletion`, maybe on another thread.
   case callback(CallbackStage)
   /// A synchronous stage that returns or throws; it cannot break the callback contract.
   case direct(DirectStage)
   /// A library modifier's stage: like a callback stage, but it reports through a
-  /// `StageReport` rather than a completion object.
+  /// `ModifierReport` rather than a completion object.
   case modifier(ModifierStage)
   /// `first +> second`, boxed in a class whose `deinit` takes deep chains apart without
   /// recursing.
@@ -128,19 +128,19 @@ package final class SerialNode: @unchecked Sendable {
   }
 }
 
-/// A function written as a callback body: it completes through a `StageCompletion`, maybe on
+/// A function written as a callback body: it completes through a `CallbackCompletion`, maybe on
 /// another thread.
 @usableFromInline
 package final class CallbackStage: Sendable {
   /// The stage's shape: what descriptions and timeline events call it.
   package let shape: Shape
   package let label: Label
-  package let body: @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+  package let body: @Sendable (AnyValue, CancellationToken, CallbackCompletion) -> Void
 
   @usableFromInline
   package init(
     shape: Shape, label: Label,
-    body: @escaping @Sendable (AnyValue, CancellationToken, StageCompletion) -> Void
+    body: @escaping @Sendable (AnyValue, CancellationToken, CallbackCompletion) -> Void
   ) {
     self.shape = shape
     self.label = label
@@ -148,13 +148,15 @@ package final class CallbackStage: Sendable {
   }
 }
 
+/// A library modifier's or join's stage: it completes through a `ModifierReport`, not a
+/// completion object. Built only through `Program.make(_:reporting:)`.
 @usableFromInline
 package final class ModifierStage: Sendable {
   package let shape: Shape
-  package let body: @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+  package let body: @Sendable (AnyValue, CancellationToken, ModifierReport) -> Void
 
   package init(
-    shape: Shape, body: @escaping @Sendable (AnyValue, CancellationToken, StageReport) -> Void
+    shape: Shape, body: @escaping @Sendable (AnyValue, CancellationToken, ModifierReport) -> Void
   ) {
     self.shape = shape
     self.body = body
@@ -173,6 +175,40 @@ package final class DirectStage: Sendable {
     self.shape = shape
     self.label = label
     self.body = body
+  }
+}
+
+// MARK: Building a library stage
+
+/// The one way the library builds a modifier or a join (`retry`, `timeout`, `limit`, `race`,
+/// `latest`, `<>`, the folds, `delay`…): a stage that starts its inner work with
+/// `Program.start`. It comes in two kinds, the one choice a modifier makes:
+///
+/// - `make(_:reporting:)`: the stage completes through a `ModifierReport`. It completes exactly
+///   once by construction, so it needs no completion object, and it is not a step of its own
+///   in a trace: what it runs is.
+/// - `make(_:label:completing:)`: the stage completes through a `CallbackCompletion`, which
+///   traces it as a step of its own (a fork-join, a fold, `latest`, `delay`) and checks the
+///   callback contract.
+///
+/// Either way the stage counts as one body in flight while it runs, as every stage does; the
+/// start path (`Program.start`) decides that, not the modifier.
+extension Program {
+  /// A modifier or join stage that completes through a `ModifierReport`.
+  package static func make(
+    _ shape: Shape,
+    reporting body: @escaping @Sendable (AnyValue, CancellationToken, ModifierReport) -> Void
+  ) -> Program {
+    .modifier(ModifierStage(shape: shape, body: body))
+  }
+
+  /// A modifier or join stage that is a step of its own in a trace, and completes through a
+  /// `CallbackCompletion`.
+  package static func make(
+    _ shape: Shape, label: Label,
+    completing body: @escaping @Sendable (AnyValue, CancellationToken, CallbackCompletion) -> Void
+  ) -> Program {
+    .callback(CallbackStage(shape: shape, label: label, body: body))
   }
 }
 

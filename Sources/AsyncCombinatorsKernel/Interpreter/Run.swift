@@ -12,7 +12,7 @@ import Synchronization
 /// release); a completion on the driving thread itself, recognised by `drivingThread`, needs no
 /// handoff at all. That is what makes the `@unchecked Sendable` below safe.
 @usableFromInline
-package final class Run: StageSink, @unchecked Sendable {
+package final class Run: StageParent, @unchecked Sendable {
   private enum Frame {
     /// Run this program next.
     case program(Program)
@@ -135,7 +135,7 @@ package final class Run: StageSink, @unchecked Sendable {
     var node = first
     var value = input
     /// The last stage's completion, kept for the next stage when nothing else holds it.
-    var spare: StageCompletion?
+    var spare: CallbackCompletion?
     while true {
       // Consumed: each case owns its payload rather than retaining a copy, and every path
       // sets `node` again before the next turn.
@@ -158,13 +158,13 @@ package final class Run: StageSink, @unchecked Sendable {
         }
       case .callback(let stage):
         guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
-        var completion: StageCompletion
+        var completion: CallbackCompletion
         if let recycled = spare.take() {
           recycled.recycle(for: stage, token: token, counted: start.counted)
           completion = recycled
         } else {
-          completion = StageCompletion(
-            sink: self, branch: 0, stage: stage, token: token, counted: start.counted)
+          completion = CallbackCompletion(
+            parent: self, tag: 0, stage: stage, token: token, counted: start.counted)
         }
         guard let outcome = call(parking: &position, { stage.body(value, token, completion) })
         else { return }  // The completion, whenever it comes, resumes the loop.
@@ -176,7 +176,7 @@ package final class Run: StageSink, @unchecked Sendable {
         value = slot.take()!
       case .modifier(let stage):
         guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
-        let report = StageReport(sink: self, branch: 0, counted: start.counted)
+        let report = ModifierReport(parent: self, tag: 0, counted: start.counted)
         guard let outcome = call(parking: &position, { stage.body(value, token, report) })
         else { return }
         guard outcome == Phase.succeededInline else {
@@ -213,9 +213,9 @@ package final class Run: StageSink, @unchecked Sendable {
     return outcome
   }
 
-  /// Called at most once per callback stage, by its `StageCompletion`.
+  /// Called once per stage of this run, by its `CallbackCompletion` or `ModifierReport`.
   @usableFromInline
-  package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  package func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
     slot = consume value
     if drivingThread.load(ordering: .relaxed) == currentThreadID() {
@@ -233,9 +233,9 @@ package final class Run: StageSink, @unchecked Sendable {
     drive(next, slot.take()!, from: consume position)
   }
 
-  /// Called at most once per callback stage, by its `StageCompletion`.
+  /// Called once per stage of this run, by its `CallbackCompletion` or `ModifierReport`.
   @usableFromInline
-  package func stageFailed(_ error: any Error, branch _: Int) {
+  package func childFailed(_ error: any Error, tag _: Int) {
     if finished.load(ordering: .acquiring) { return }
     baton.failure = error
     if drivingThread.load(ordering: .relaxed) == currentThreadID() {
@@ -269,12 +269,16 @@ package final class Run: StageSink, @unchecked Sendable {
   }
 }
 
-/// Where a callback stage's completion goes: the run it belongs to, or the fork-join that
-/// started it directly as one of its branches.
+/// The run, join or modifier that started a stage, and that the stage's completion (a
+/// `CallbackCompletion` or a `ModifierReport`) calls with its outcome, once.
+///
+/// `tag` is the parent's own number for the child, chosen when it started it and handed back
+/// unchanged: a fork-join's branch, a fold's element index, a hedge's attempt, `finally`'s
+/// phase; 0 for a parent that starts one child at a time.
 @usableFromInline
-package protocol StageSink: AnyObject, Sendable {
-  func stageSucceeded(_ value: consuming AnyValue, branch: Int)
-  func stageFailed(_ error: any Error, branch: Int)
+package protocol StageParent: AnyObject, Sendable {
+  func childSucceeded(_ value: consuming AnyValue, tag: Int)
+  func childFailed(_ error: any Error, tag: Int)
 }
 
 /// The completion handed to one callback stage: it enforces exactly-once.
@@ -287,10 +291,10 @@ package protocol StageSink: AnyObject, Sendable {
 /// (`isKnownUniquelyReferenced` after the stage completed inline): no other thread can then be
 /// reading them. That is what makes the `@unchecked Sendable` safe; `called` is atomic.
 @usableFromInline
-package final class StageCompletion: @unchecked Sendable {
-  private let sink: any StageSink
-  /// Which branch of a fork-join this stage is; 0 for a stage of a `Run`.
-  private let branch: Int
+package final class CallbackCompletion: @unchecked Sendable {
+  private let parent: any StageParent
+  /// The parent's number for this stage (see `StageParent`); 0 for a stage of a `Run`.
+  private let tag: Int
   fileprivate var stage: CallbackStage
   private let called = Atomic<Bool>(false)
   /// The count of bodies in flight this stage was counted in, left when it calls back or is
@@ -301,11 +305,11 @@ package final class StageCompletion: @unchecked Sendable {
 
   /// - Parameter counted: The count of bodies in flight that has already counted this stage.
   package init(
-    sink: any StageSink, branch: Int, stage: CallbackStage, token: CancellationToken,
+    parent: any StageParent, tag: Int, stage: CallbackStage, token: CancellationToken,
     counted: (any InFlightWork)?
   ) {
-    self.sink = sink
-    self.branch = branch
+    self.parent = parent
+    self.tag = tag
     self.stage = stage
     self.counted = counted
     if token.observer != nil { traced = TracedStage.begin(stage, token) }
@@ -342,7 +346,7 @@ package final class StageCompletion: @unchecked Sendable {
     guard claim() else { return }
     traced.take()?.end(.succeeded)
     counted?.leave()
-    sink.stageSucceeded(value, branch: branch)
+    parent.childSucceeded(value, tag: tag)
   }
 
   @usableFromInline
@@ -350,7 +354,7 @@ package final class StageCompletion: @unchecked Sendable {
     guard claim() else { return }
     traced.take()?.end(StageOutcome(error))
     counted?.leave()
-    sink.stageFailed(error, branch: branch)
+    parent.childFailed(error, tag: tag)
   }
 
   package func complete(_ result: AnyResult) {
@@ -376,7 +380,7 @@ package final class StageCompletion: @unchecked Sendable {
   deinit {
     guard !called.load(ordering: .acquiring) else { return }
     // Off the releasing thread: it may be inside user code that holds its own locks.
-    let (sink, branch) = (sink, branch)
+    let (parent, tag) = (parent, tag)
     let violation = ContractViolation(.completionNeverCalled, stage.label)
     let (traced, counted) = (traced, counted)
     traced?.stopWatching()
@@ -386,7 +390,7 @@ package final class StageCompletion: @unchecked Sendable {
       // count may start the next waiter's work, which must not run inside the releasing
       // thread either.
       counted?.leave()
-      sink.stageFailed(violation, branch: branch)
+      parent.childFailed(violation, tag: tag)
     }
   }
 }

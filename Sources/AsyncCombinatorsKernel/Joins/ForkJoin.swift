@@ -16,7 +16,7 @@ import Synchronization
 /// written once, before any branch starts, and read only by the success path, which
 /// happens after every branch started.
 @usableFromInline
-package final class ForkJoin: StageSink, @unchecked Sendable {
+package final class ForkJoin: StageParent, @unchecked Sendable {
   /// Each branch's value, by branch index. A slot is initialized when its branch delivers
   /// (`filled` says which), so nothing is written twice and only filled slots are destroyed.
   private let slots: UnsafeMutablePointer<AnyValue>
@@ -30,7 +30,7 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
   /// Taken by whichever of success, failure or cancellation wins `isDone`: a finished join
   /// then no longer holds the stage that enclosed it, so a deep nesting of joins finishing
   /// later is not freed one level inside the next.
-  private var completion: StageCompletion?
+  private var completion: CallbackCompletion?
   private let assemble: @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   /// The join's own handler on `branches`, removed on success: it holds the join, and the
   /// join holds `branches`, so leaving it would keep both alive.
@@ -38,7 +38,7 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
 
   private init(
     count: Int, branches: CancellationToken, link: CancellationToken.Registration,
-    completion: StageCompletion,
+    completion: CallbackCompletion,
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) {
     slots = .allocate(capacity: count)
@@ -70,20 +70,18 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) -> Program {
     let branches = Branches(programs)
-    return .callback(
-      CallbackStage(shape: .parallel(branches, spelling), label: label) {
-        input, token, completion in
-        Trampoline.run {
-          start(
-            branches.programs, input: input, token: token, completion: completion,
-            assemble: assemble)
-        }
-      })
+    return .make(.parallel(branches, spelling), label: label) { input, token, completion in
+      Trampoline.run {
+        start(
+          branches.programs, input: input, token: token, completion: completion,
+          assemble: assemble)
+      }
+    }
   }
 
   private static func start(
     _ programs: [Program], input: AnyValue, token: CancellationToken,
-    completion: StageCompletion,
+    completion: CallbackCompletion,
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) {
     guard !programs.isEmpty else {
@@ -96,17 +94,17 @@ package final class ForkJoin: StageSink, @unchecked Sendable {
     join.onBranchesCancelled = branches.onCancel { join.fail(CancellationError()) }
     for (index, program) in programs.enumerated() {
       if branches.isCancelled { break }  // A branch failed already: start no more.
-      program.start(input, token: branches, sink: join, branch: index)
+      program.start(input, token: branches, parent: join, tag: index)
     }
   }
 
   @usableFromInline
-  package func stageFailed(_ error: any Error, branch _: Int) {
+  package func childFailed(_ error: any Error, tag _: Int) {
     fail(error)
   }
 
   @usableFromInline
-  package func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
+  package func childSucceeded(_ value: consuming AnyValue, tag index: Int) {
     guard !isDone.isClaimed else { return }
     (slots + index).initialize(to: value)
     filled[index] = true

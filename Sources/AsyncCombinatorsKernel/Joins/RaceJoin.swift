@@ -3,16 +3,16 @@ import Synchronization
 /// Joins the contenders of one `race`: the first success (or a contender's own cancellation)
 /// completes it and cancels the others; when every contender has failed, the last failure
 /// completes it. Contenders report to it directly, as the branches of a fork-join do.
-package final class RaceJoin: StageSink {
+package final class RaceJoin: StageParent {
   /// Contenders whose failure has not been counted yet: the last counted failure decides.
   private let remaining: Atomic<Int>
   /// Won once, by whichever result decides the race.
   private let isDone = Claim()
   private let runners: CancellationToken
   private let link: CancellationToken.Registration
-  private let report: StageReport
+  private let report: ModifierReport
 
-  package init(count: Int, token: CancellationToken, report: StageReport) {
+  package init(count: Int, token: CancellationToken, report: ModifierReport) {
     remaining = Atomic(count)
     (runners, link) = token.makeChild()
     self.report = report
@@ -21,13 +21,13 @@ package final class RaceJoin: StageSink {
   /// The token the contenders share; cancelled once the race is decided.
   package var token: CancellationToken { runners }
 
-  package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  package func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     guard decide(counting: false) else { return }
     finish()
     report.succeed(value)
   }
 
-  package func stageFailed(_ error: any Error, branch _: Int) {
+  package func childFailed(_ error: any Error, tag _: Int) {
     guard decide(counting: !(error is CancellationError)) else { return }
     finish()
     report.fail(error)

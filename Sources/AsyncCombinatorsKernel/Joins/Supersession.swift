@@ -18,7 +18,7 @@ package final class Supersession: Sendable {
   private struct Delivery {
     let generation: UInt64
     let result: AnyResult
-    let completion: StageCompletion
+    let completion: CallbackCompletion
   }
 
   private struct State {
@@ -27,7 +27,7 @@ package final class Supersession: Sendable {
     var isDelivering = false
     var outbox = FIFO<Delivery>()
 
-    mutating func takeNext() -> (StageCompletion, AnyResult)? {
+    mutating func takeNext() -> (CallbackCompletion, AnyResult)? {
       guard let delivery = outbox.popFirst() else {
         isDelivering = false
         return nil
@@ -55,8 +55,10 @@ package final class Supersession: Sendable {
 
   /// Hands `result` of run `generation` to `completion`, or `CancellationError` if a newer
   /// run has begun, after every delivery queued before it.
-  package func deliver(_ result: AnyResult, of generation: UInt64, to completion: StageCompletion) {
-    var next = state.withLock { state -> (StageCompletion, AnyResult)? in
+  package func deliver(
+    _ result: AnyResult, of generation: UInt64, to completion: CallbackCompletion
+  ) {
+    var next = state.withLock { state -> (CallbackCompletion, AnyResult)? in
       state.outbox.append(
         Delivery(generation: generation, result: result, completion: completion))
       guard !state.isDelivering else { return nil }

@@ -8,14 +8,14 @@ import Synchronization
 /// timer comes off at once rather than when the inner run answers. `@unchecked Sendable`:
 /// the ``Keeper`` hands `report` to exactly one of the result, the timer and the
 /// cancellation, whichever ends it first.
-package final class TimeoutRace: Keeper<ArmedTimer>, StageSink, @unchecked Sendable {
-  private var report: StageReport?
+package final class TimeoutRace: Keeper<ArmedTimer>, StageParent, @unchecked Sendable {
+  private var report: ModifierReport?
   private let duration: Duration
   package let inner: CancellationToken
 
   /// - Parameter inner: A child of the run's token, for the inner run. Its link is not kept:
   ///   `inner` is cancelled once decided, which ends it.
-  package init(_ report: StageReport, _ duration: Duration, inner: CancellationToken) {
+  package init(_ report: ModifierReport, _ duration: Duration, inner: CancellationToken) {
     self.report = report
     self.duration = duration
     self.inner = inner
@@ -31,13 +31,13 @@ package final class TimeoutRace: Keeper<ArmedTimer>, StageSink, @unchecked Senda
     keep(ArmedTimer(timer: timer, registration: registration))
   }
 
-  package func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  package func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     let value = value
     guard decide() else { return }
     report.take()!.succeed(value)
   }
 
-  package func stageFailed(_ error: any Error, branch _: Int) {
+  package func childFailed(_ error: any Error, tag _: Int) {
     guard decide() else { return }
     report.take()!.fail(error)
   }

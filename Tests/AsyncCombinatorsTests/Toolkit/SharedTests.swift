@@ -145,7 +145,7 @@ import Testing
     // handler runs at once and the run leaves before its flight could launch.
     table.run(
       "ada", key: FlightKey("ada"), token: token,
-      report: StageReport(sink: stage, branch: 0, counted: nil), inner: parking.function.program)
+      report: ModifierReport(parent: stage, tag: 0, counted: nil), inner: parking.function.program)
     #expect(stage.outcomes.all.count == 1)
     #expect(stage.outcomes.all.first.map(isCancellation) == true)
     #expect(parking.started == 0)
@@ -295,12 +295,12 @@ private class Account: Hashable, @unchecked Sendable {
 private final class Business: Account, @unchecked Sendable {}
 
 /// Where a stage started by hand reports: it records each outcome.
-private final class ReportedStage: StageSink {
+private final class ReportedStage: StageParent {
   let outcomes = Recorder<Result<any Sendable, any Error>>()
-  func stageSucceeded(_ value: consuming any Sendable, branch _: Int) {
+  func childSucceeded(_ value: consuming any Sendable, tag _: Int) {
     outcomes.record(.success(value))
   }
-  func stageFailed(_ error: any Error, branch _: Int) { outcomes.record(.failure(error)) }
+  func childFailed(_ error: any Error, tag _: Int) { outcomes.record(.failure(error)) }
 }
 
 @Suite struct SharedStressTests {

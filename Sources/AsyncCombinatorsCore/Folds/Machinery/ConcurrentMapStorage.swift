@@ -107,10 +107,10 @@ final class ConcurrentMapStorage: SlotJoin {
   private func start(_ index: Int, _ input: AnyValue) {
     // The stream reacts to cancellation itself, so the elements need no registration.
     guard countsBodies else {
-      return program.start(input, token: elements, sink: self, branch: index)
+      return program.start(input, token: elements, parent: self, tag: index)
     }
     let work = ElementWork(self, childOf: elements)
-    program.start(input, token: work.element!.child, sink: work, branch: index)
+    program.start(input, token: work.element!.child, parent: work, tag: index)
   }
 
   /// Every body of a finished element has called back: its slot may take the next one.
@@ -119,13 +119,13 @@ final class ConcurrentMapStorage: SlotJoin {
   }
 
   @usableFromInline
-  func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag index: Int) {
     let value = value
     execute(machine.withLock { $0.elementSucceeded(index, value) })
   }
 
   @usableFromInline
-  func stageFailed(_ error: any Error, branch index: Int) {
+  func childFailed(_ error: any Error, tag index: Int) {
     execute(machine.withLock { $0.elementFailed(index, error) })
   }
 

@@ -1,7 +1,7 @@
 import AsyncCombinatorsKernel
 
 /// A join whose elements hold slots, told when one element's bodies are all done.
-protocol SlotJoin: StageSink {
+protocol SlotJoin: StageParent {
   func slotFreed()
 }
 
@@ -14,7 +14,7 @@ protocol SlotJoin: StageSink {
 ///
 /// `@unchecked Sendable`, with no lock: `join` is a `let`; `element` is set at `init`, read
 /// by the starter before the element's bodies run, and let go once they are all done.
-final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
+final class ElementWork: InFlightWork, StageParent, @unchecked Sendable {
   private let count: InFlightCount
   private let join: any SlotJoin
   /// The token the element runs on: a child of the fold's `branches` that counts in this
@@ -43,13 +43,13 @@ final class ElementWork: InFlightWork, StageSink, @unchecked Sendable {
     join.slotFreed()
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch: Int) {
-    join.stageSucceeded(value, branch: branch)
+  func childSucceeded(_ value: consuming AnyValue, tag index: Int) {
+    join.childSucceeded(value, tag: index)
     leave()
   }
 
-  func stageFailed(_ error: any Error, branch: Int) {
-    join.stageFailed(error, branch: branch)
+  func childFailed(_ error: any Error, tag index: Int) {
+    join.childFailed(error, tag: index)
     leave()
   }
 }

@@ -110,7 +110,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
     }
     for index in elements.indices {
       if ended.load(ordering: .acquiring) { return }
-      program.start(elements[index], token: branches, sink: self, branch: index)
+      program.start(elements[index], token: branches, parent: self, tag: index)
     }
   }
 
@@ -124,13 +124,13 @@ final class FanOut<Element: Sendable>: SlotJoin {
   /// Whether an element's slot waits for its bodies rather than its result.
   private var countsBodies: Bool { gate != nil }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch index: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag index: Int) {
     // The element's own slot, written once, outside the lock (see `FanOutValues`).
     values.store(value, at: index)
     deliver(index, failure: nil)
   }
 
-  func stageFailed(_ error: any Error, branch index: Int) {
+  func childFailed(_ error: any Error, tag index: Int) {
     deliver(index, failure: error)
   }
 
@@ -145,7 +145,7 @@ final class FanOut<Element: Sendable>: SlotJoin {
     }
     guard let index else { return gate!.leave() }
     let work = ElementWork(self, childOf: branches)
-    program.start(elements[index], token: work.element!.child, sink: work, branch: index)
+    program.start(elements[index], token: work.element!.child, parent: work, tag: index)
   }
 
   /// An element whose bodies have all called back gives its slot back to the gate.

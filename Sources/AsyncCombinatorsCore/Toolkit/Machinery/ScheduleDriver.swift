@@ -38,7 +38,7 @@ final class SchedulePlan: Sendable {
   }
 
   /// How `AsyncFunc(modifying:)` starts one run of this plan.
-  func start(_ input: AnyValue, token: CancellationToken, report: StageReport) {
+  func start(_ input: AnyValue, token: CancellationToken, report: ModifierReport) {
     ScheduledLoop(self, input: input, token: token, report: report).start()
   }
 }
@@ -49,7 +49,7 @@ final class SchedulePlan: Sendable {
 /// asks for no wait sets `loop` to `again` and returns, and the loop starts the next one, so a
 /// thousand synchronous tries use one stack frame. A try that ends later re-enters the loop on
 /// its own thread (or the timer's).
-final class ScheduledLoop: StageSink {
+final class ScheduledLoop: StageParent {
   private struct State {
     var tries = 0
     var run: ScheduleRun
@@ -65,13 +65,13 @@ final class ScheduledLoop: StageSink {
   private let plan: SchedulePlan
   private let input: AnyValue
   private let token: CancellationToken
-  private let report: StageReport
+  private let report: ModifierReport
   /// When the first try started, on the plan's clock, if the schedule reads the time.
   private let started: Duration
   private let state: Locked<State>
   private let loop = Atomic<UInt8>(Loop.idle)
 
-  init(_ plan: SchedulePlan, input: AnyValue, token: CancellationToken, report: StageReport) {
+  init(_ plan: SchedulePlan, input: AnyValue, token: CancellationToken, report: ModifierReport) {
     self.plan = plan
     self.input = input
     self.token = token
@@ -95,7 +95,7 @@ final class ScheduledLoop: StageSink {
       current = found
     }
     while true {
-      plan.inner.start(input, token: token, sink: self)
+      plan.inner.start(input, token: token, parent: self)
       let (done, _) = loop.compareExchange(
         expected: Loop.running, desired: Loop.idle, ordering: .acquiringAndReleasing)
       if done { return }
@@ -125,7 +125,7 @@ final class ScheduledLoop: StageSink {
     }
   }
 
-  func stageSucceeded(_ value: consuming AnyValue, branch _: Int) {
+  func childSucceeded(_ value: consuming AnyValue, tag _: Int) {
     switch plan.goal {
     case .retry(let budget, _):
       budget?.refund()
@@ -138,7 +138,7 @@ final class ScheduledLoop: StageSink {
     }
   }
 
-  func stageFailed(_ error: any Error, branch _: Int) {
+  func childFailed(_ error: any Error, tag _: Int) {
     let cancelled = token.isCancelled
     guard case .retry(let budget, let shouldRetry) = plan.goal, !cancelled,
       !(error is CancellationError), shouldRetry(error)
