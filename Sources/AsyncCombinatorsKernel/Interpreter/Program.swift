@@ -211,19 +211,3 @@ extension Program {
     .callback(CallbackStage(shape: shape, label: label, body: body))
   }
 }
-
-/// Takes a value back out of its erased form.
-///
-/// The interpreter only ever hands a stage the output of the stage before it, so the dynamic
-/// type is `Value` by construction, and opening the existential finds it without the general
-/// cast (Performance.md says why). The one exception is a `Value` that is itself an
-/// existential, such as the `any Error` a `recover(with:)` fallback takes: boxing opens it to
-/// the concrete type inside, so that case takes the checked cast.
-@inlinable
-package func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
-  func open<Contained>(_ contained: Contained) -> Value {
-    if let same = castExactly(contained, to: Value.self) { return same }
-    return contained as! Value
-  }
-  return open(value)
-}

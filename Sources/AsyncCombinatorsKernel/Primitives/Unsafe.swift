@@ -28,6 +28,25 @@ package func castExactly<Value, Target>(_ value: Value, to _: Target.Type) -> Ta
   return unsafeBitCast(value, to: Target.self)
 }
 
+/// Takes a value back out of its erased form.
+///
+/// The interpreter only ever hands a stage the output of the stage before it, so the dynamic
+/// type is `Value` by construction, and opening the existential finds it without the general
+/// cast (Performance.md says why). Safe: the bit cast happens only once the two types are
+/// compared equal, so it reinterprets a value as its own type. The one exception is a `Value`
+/// that is itself an existential, such as the `any Error` a `recover(with:)` fallback takes:
+/// boxing opens it to the concrete type inside, so that case takes the checked cast. The
+/// result is returned directly, not through an optional, which an unspecialized opening
+/// would have to build and take apart.
+@inlinable
+package func unbox<Value>(_ value: AnyValue, as _: Value.Type = Value.self) -> Value {
+  func open<Contained>(_ contained: Contained) -> Value {
+    guard Contained.self == Value.self else { return contained as! Value }
+    return unsafeBitCast(contained, to: Value.self)
+  }
+  return open(value)
+}
+
 /// A slot of each thread that holds a strong reference to an object, or nothing.
 ///
 /// Safe: the slot owns one retain of the object it holds, taken when it is stored and given
