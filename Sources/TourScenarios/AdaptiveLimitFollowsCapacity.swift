@@ -1,5 +1,6 @@
 import AsyncCombinators
 import AsyncCombinatorsTesting
+import Foundation
 import Synchronization
 
 /// A Vegas-limited fake service whose capacity halves mid-run, simulated on a `TestClock`: the
@@ -163,7 +164,7 @@ extension Tour {
       TestClock, 7 s in a blink, the same every time.
       """
   ) {
-    let run = CapacityHalving.simulate()
+    let run = await onAThreadOfItsOwn { CapacityHalving.simulate() }
     let chart =
       run.chart + ["the moves of the limit, as a RunObserver saw them:"] + run.movesSummary
     return [
@@ -264,5 +265,15 @@ extension Duration {
 
   fileprivate var inSeconds: Double {
     Double(components.seconds) + Double(components.attoseconds) / 1e18
+  }
+}
+
+/// Runs `work` on a thread of its own and resumes with its result: a simulation is seconds of
+/// synchronous work, which must not hold one of the few threads that every task shares.
+private func onAThreadOfItsOwn<Result: Sendable>(
+  _ work: @escaping @Sendable () -> Result
+) async -> Result {
+  await withCheckedContinuation { continuation in
+    Thread { continuation.resume(returning: work()) }.start()
   }
 }
