@@ -27,7 +27,7 @@ public protocol Cancellable: Sendable {
 /// Its state word is atomic, its handlers and its link to its parent are behind their table's
 /// lock, `parent` is written only by `deinit`, and the rest are `let`s: that is what makes the
 /// `@unchecked Sendable` safe. Its unsafe references are in one place, with their safety
-/// argument: ``AtomicTaggedReference`` and ``UnownedReference``.
+/// argument: `AtomicTaggedReference` and `UnownedReference`, in `TaggedReference.swift`.
 public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// The token's state in one atomic word: the flags below, and its handler table once it has
   /// one (see ``AtomicTaggedReference``).
