@@ -30,7 +30,8 @@ public struct Promise<Value: Sendable>: Sendable {
   ///
   /// A throw fails the chain: the later `then` blocks are skipped and ``error(on:_:)`` runs.
   /// A block that returns a promise goes to ``flatMap(on:_:)`` instead. The link is one
-  /// stage after the chain, `chain +> block`, where the block hops to `queue` and runs there.
+  /// hop after the chain, `chain +> .sync(on: queue, body)`: one block on `queue`, which
+  /// runs `body` and goes on with the chain there.
   ///
   /// ```swift
   /// print(try await firstly { 2 }.then { $0 * 21 }.value)
@@ -42,18 +43,11 @@ public struct Promise<Value: Sendable>: Sendable {
   ///   - body: Turns the value into the next one.
   /// - Returns: A new chain, this one followed by `body`.
   /// - Complexity: O(1) to build; one queue hop per run.
-  @inlinable  // So that the link's closures are specialized for the caller's types.
+  @inlinable  // So that the link's closure is specialized for the caller's types.
   public func then<U>(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (Value) throws -> U
   ) -> Promise<U> {
-    // `AsyncFunc.block` spelled out, as an inlinable body can call public symbols only.
-    let queue = queue ?? DispatchQueue.global()
-    let link = AsyncFunc<Value, U>(name: "then") { value, token, complete in
-      queue.async {
-        complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(value) })
-      }
-    }
-    return Promise<U>(chain +> link)
+    Promise<U>(chain +> .sync(on: queue ?? blockQueue, name: "then", body))
   }
 
   /// Runs `body` on the chain's value, then the promise it returns: the result is flattened.
@@ -179,7 +173,7 @@ public func firstly<T>(
 public func firstly<T>(
   on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () throws -> T
 ) -> Promise<T> {
-  Promise(.block(on: queue, name: "firstly") { _ in try body() })
+  Promise(.sync(on: queue ?? blockQueue, name: "firstly") { _ in try body() })
 }
 
 /// Runs both promises at once; the value is the pair of their values.
@@ -217,25 +211,11 @@ public func when<T>(_ promises: [Promise<T>]) -> Promise<[T]> {
   Promise<[T]>(AsyncFunc.parallel(promises.map(\.chain)))
 }
 
-/// Where blocks run when no queue is given. Looked up once rather than at every link.
-let blockQueue = DispatchQueue.global()
+/// Where blocks run when no queue is given. Looked up once rather than at every link: on
+/// Linux, each `DispatchQueue.global()` is a new wrapper object.
+@usableFromInline let blockQueue = DispatchQueue.global()
 
 extension AsyncFunc {
-  /// A stage that hops to `queue` (a global one by default) and runs a synchronous body
-  /// there; a run cancelled while the block waited for its queue ends without running it.
-  /// `name` is the facade method, so that a promise describes as its blocks:
-  /// `firstly +> then +> flatMap`.
-  static func block(
-    on queue: DispatchQueue?, name: String, _ body: @escaping @Sendable (Input) throws -> Output
-  ) -> AsyncFunc {
-    let queue = queue ?? blockQueue
-    return AsyncFunc(name: name) { input, token, complete in
-      queue.async {
-        complete(token.isCancelled ? .failure(CancellationError()) : Result { try body(input) })
-      }
-    }
-  }
-
   /// A block whose body returns a promise, which then runs on the same token, as part of the
   /// same run: the stage of `flatMap`, and of a `firstly` whose body is a promise.
   static func flatBlock(

@@ -119,6 +119,6 @@ public func when<A, B>(
   _ b: @escaping @Sendable () throws -> B
 ) -> Promise<(A, B)> {
   when(
-    Promise(.block(on: queue, name: "firstly") { _ in try a() }),
-    Promise(.block(on: queue, name: "firstly") { _ in try b() }))
+    Promise(.sync(on: queue ?? blockQueue, name: "firstly") { _ in try a() }),
+    Promise(.sync(on: queue ?? blockQueue, name: "firstly") { _ in try b() }))
 }

@@ -35,10 +35,15 @@ extension AsyncFunc {
     sync(name: nil, fileID: fileID, line: line, body)
   }
 
-  /// Lifts a synchronous function: it runs on the thread that reaches it, and a throw is the
-  /// failure.
+  /// Lifts a synchronous function: it runs on the thread that reaches it, or on `performer`,
+  /// and a throw is the failure.
   ///
-  /// A synchronous stage runs inline in the run's loop: no completion object, no hop.
+  /// Without a performer, the stage runs inline in the run's loop: no completion object, no
+  /// hop. With one, the stage is a hop: it hands the performer one block, which runs `body`
+  /// and goes on with the run there, so what follows runs on the performer too. It never
+  /// waits for the performer: `sync` names the body, not the call. A hop costs one
+  /// `queue.async` and no completion object (<doc:Performers>); `.sync(body).on(performer)`
+  /// is the same stage. A run cancelled while the block waits never runs `body`.
   ///
   /// ```swift
   /// let parse = AsyncFunc<String, Int>.sync(name: "parse") { text in
@@ -47,9 +52,14 @@ extension AsyncFunc {
   /// }
   /// parse.run("42") { print($0) }
   /// // prints success(42)
+  ///
+  /// let resize = AsyncFunc<Int, Int>.sync(on: DispatchQueue.global(), name: "resize") { $0 / 2 }
+  /// print(try await (parse +> resize)("42"))
+  /// // prints 21
   /// ```
   ///
   /// - Parameters:
+  ///   - performer: Where `body` runs, such as a `DispatchQueue`; in place when `nil`.
   ///   - name: What descriptions, timelines and contract reports call the function.
   ///   - fileID: The file that made the function, for descriptions and reports.
   ///   - line: The line that made the function.
@@ -58,12 +68,18 @@ extension AsyncFunc {
   @_disfavoredOverload
   @inlinable
   public static func sync(
-    name: String? = nil, fileID: String = #fileID, line: Int = #line,
-    _ body: @escaping @Sendable (Input) throws -> Output
+    on performer: (any BlockPerformer)? = nil, name: String? = nil, fileID: String = #fileID,
+    line: Int = #line, _ body: @escaping @Sendable (Input) throws -> Output
   ) -> AsyncFunc {
     let label = Label(name: name, fileID: fileID, line: line)
+    let erased: @Sendable (AnyValue) throws -> AnyValue = { try body(unbox($0)) }
+    guard let performer else {
+      return AsyncFunc(
+        program: .direct(DirectStage(shape: .stage(label), label: label, body: erased)))
+    }
     return AsyncFunc(
-      program: .direct(DirectStage(shape: .stage(label), label: label) { try body(unbox($0)) }))
+      program: .hop(
+        HopStage(shape: .stage(label), label: label, performer: performer, body: erased)))
   }
 
   /// Lifts an `async` function. It runs in a new `Task`; cancelling the run cancels that task.

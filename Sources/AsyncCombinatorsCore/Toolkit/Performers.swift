@@ -1,29 +1,6 @@
 import AsyncCombinatorsKernel
 import Dispatch
 
-/// Something that runs blocks of work in its own context: a dispatch queue, a Core Data
-/// context's `perform`, a run loop, a test's recording executor.
-///
-/// ``AsyncFunc/on(_:)`` uses it to start a function where the function needs to run.
-///
-/// ```swift
-/// struct ContextPerformer: BlockPerformer {
-///   let context: NSManagedObjectContext
-///   func perform(_ work: @escaping @Sendable () -> Void) { context.perform(work) }
-/// }
-/// ```
-public protocol BlockPerformer: Sendable {
-  /// Runs `work` once, soon, in this performer's context; returns without waiting for it.
-  func perform(_ work: @escaping @Sendable () -> Void)
-}
-
-extension DispatchQueue: BlockPerformer {
-  /// Runs `work` asynchronously on the queue.
-  public func perform(_ work: @escaping @Sendable () -> Void) {
-    async(execute: work)
-  }
-}
-
 extension AsyncFunc {
   /// Starts this function on `performer`: its body runs in the performer's context.
   ///
@@ -44,6 +21,10 @@ extension AsyncFunc {
     let inner = program
     let name = (performer as? DispatchQueue)?.label ?? "\(type(of: performer))"
     let call = "on(\(name))"
+    // A synchronous function becomes a hop: one block, no stage around it.
+    if let hop = inner.hopping(to: performer, shape: .modified(inner, call)) {
+      return AsyncFunc(program: hop)
+    }
     return AsyncFunc(modifying: inner, call: call) { input, token, report in
       // A hop: the block starts the inner function, which reports for this stage.
       performer.perform { inner.continueStage(input, token: token, report: report) }

@@ -62,6 +62,19 @@ extension Program {
         return report.fail(error)
       }
       report.succeed(value)
+    case .hop(let stage):
+      guard let report = report.admitted(on: token, counting) else { return }
+      stage.performer.perform {
+        // Cancelled while the block waited for its performer: the body never starts.
+        if token.isCancelled { return report.fail(CancellationError()) }
+        let value: AnyValue
+        do {
+          value = try stage.call(input, observedBy: token.observer)
+        } catch {
+          return report.fail(error)
+        }
+        report.succeed(value)
+      }
     case .serial, .sequence:
       // Each stage of the nested run counts itself, as in any run.
       Run(token: token, ownsCancellation: false) { result in report.complete(result) }
@@ -70,7 +83,7 @@ extension Program {
   }
 }
 
-/// How a callback or modifier stage that is about to start counts as work in flight.
+/// How a callback, modifier or hop stage that is about to start counts as work in flight.
 enum StageCounting {
   /// A new stage: it joins its token's count of bodies in flight (`beginStage()`), as every
   /// stage of a run does.
@@ -126,16 +139,7 @@ extension CancellationToken {
 extension DirectStage {
   /// Calls the body on `input`, telling `observer`, if any, when it starts and how it ends.
   func call(_ input: AnyValue, observedBy observer: (any StageObserver)?) throws -> AnyValue {
-    guard let observer else { return try body(input) }
-    let event = StageEvent.begin(shape, observer)
-    do {
-      let value = try body(input)
-      event?.end(.succeeded)
-      return value
-    } catch {
-      event?.end(StageOutcome(error))
-      throw error
-    }
+    try callObserved(shape, body, input, observer)
   }
 }
 

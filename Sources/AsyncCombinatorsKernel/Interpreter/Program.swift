@@ -61,6 +61,8 @@ package enum Program: Sendable {
   case callback(CallbackStage)
   /// A synchronous stage that returns or throws; it cannot break the callback contract.
   case direct(DirectStage)
+  /// A synchronous stage that runs on a performer: one block, and the run goes on there.
+  case hop(HopStage)
   /// A library modifier's stage: like a callback stage, but it reports through a
   /// `ModifierReport` rather than a completion object.
   case modifier(ModifierStage)
@@ -74,6 +76,7 @@ package enum Program: Sendable {
     switch self {
     case .callback(let stage): stage.shape
     case .direct(let stage): stage.shape
+    case .hop(let stage): stage.shape
     case .modifier(let stage): stage.shape
     case .serial, .sequence: .hidden
     }
@@ -95,11 +98,12 @@ package enum Program: Sendable {
 /// enums recursively, which overflows a small stack, so this `deinit` detaches uniquely held
 /// children onto an explicit worklist first: each node then dies with nothing left to release
 /// below it. `first` and `second` are only ever mutated there, on a node nothing else holds,
-/// which is what makes the `@unchecked Sendable` safe.
+/// which is what makes the `@unchecked Sendable` safe, and what lets their accesses go
+/// unchecked for exclusivity: the loop reads them once per stage (Performance.md).
 @usableFromInline
 package final class SerialNode: @unchecked Sendable {
-  private(set) var first: Program
-  private(set) var second: Program
+  @exclusivity(unchecked) private(set) var first: Program
+  @exclusivity(unchecked) private(set) var second: Program
 
   package init(_ first: Program, _ second: Program) {
     self.first = first
@@ -123,7 +127,9 @@ package final class SerialNode: @unchecked Sendable {
     // reference of its own in an unoptimized build, and no node would look unique.
     guard case .serial = program else { return }
     guard case .serial(var node) = consume program else { fatalError() }
-    program = .identity  // Leaves `node` as the only reference, if nothing else shares it.
+    // Leaves `node` as the only reference, if nothing else shares it. Spelled out rather
+    // than `.identity`, whose lazy global would be checked once per node.
+    program = .sequence([])
     if isKnownUniquelyReferenced(&node) { pending.append(node) }
   }
 }

@@ -54,6 +54,8 @@ package final class Run: StageParent, @unchecked Sendable {
     var failure: (any Error)?
     /// Set by a completion that ran on the driving thread inside the stage body.
     var completedInline = Phase.running
+    /// The hop stage whose block is on its way to the performer, and the count it joined.
+    var hop: (stage: HopStage, counted: (any InFlightWork)?)?
   }
 
   /// What remains to run after the current stage: the sequence being walked (kept out of the
@@ -183,6 +185,14 @@ package final class Run: StageParent, @unchecked Sendable {
           return finish(.failure(baton.failure.take()!))
         }
         value = slot.take()!
+      case .hop(let stage):
+        guard let start = token.beginStage() else { return finish(.failure(CancellationError())) }
+        guard let outcome = hop(to: stage, value, counted: start.counted, parking: &position)
+        else { return }  // The block goes on with the loop on the performer's thread.
+        guard outcome == Phase.succeededInline else {
+          return finish(.failure(baton.failure.take()!))
+        }
+        value = slot.take()!
       }
       guard let next = position.next() else { return finish(.success(value)) }
       node = next
@@ -212,6 +222,86 @@ package final class Run: StageParent, @unchecked Sendable {
     swap(&baton.parked, &position)
     return outcome
   }
+
+  // MARK: Hops: the second way the loop moves to another thread
+
+  /// Hands a hop stage's one block to its performer, with the loop parked in the baton and
+  /// the input in `slot`: the block runs the body and goes on with the loop on the
+  /// performer's thread, so what follows the hop runs there.
+  ///
+  /// A performer that runs the block before `perform` returns, on this thread, would nest one
+  /// loop inside another per hop. Such a block finds this thread in `drivingThread`, leaves
+  /// the outcome in the baton and marks `drivingThread` with `ranInline(on:)` instead; the
+  /// loop here then goes on. No other thread can write that mark.
+  ///
+  /// - Returns: How the stage ended if its block ran inside `perform`, with `position` back;
+  ///   `nil` if it runs elsewhere, in which case the caller must touch the run no more.
+  @inline(__always)
+  private func hop(
+    to stage: HopStage, _ input: consuming AnyValue, counted: (any InFlightWork)?,
+    parking position: inout Position
+  ) -> UInt8? {
+    swap(&baton.parked, &position)
+    baton.hop = (stage, counted)
+    slot = consume input
+    let thread = currentThreadID()
+    drivingThread.store(thread, ordering: .relaxed)
+    // The block captures the run alone: everything else it needs travels in the baton.
+    stage.performer.perform { self.hopArrived() }
+    let (exchanged, original) = drivingThread.compareExchange(
+      expected: thread, desired: 0, ordering: .relaxed)
+    guard !exchanged, original == Self.ranInline(on: thread) else { return nil }
+    drivingThread.store(0, ordering: .relaxed)
+    swap(&baton.parked, &position)
+    return baton.completedInline
+  }
+
+  /// A hop stage's block, on the performer's thread, holding the baton.
+  private func hopArrived() {
+    let (stage, counted) = baton.hop.take()!
+    let input = slot.take()!
+    let thread = currentThreadID()
+    let inline = drivingThread.load(ordering: .relaxed) == thread
+    // Cancelled while the block waited for its performer: the body never starts.
+    if token.isCancelled {
+      return hopFailed(CancellationError(), counted: counted, inline: inline, on: thread)
+    }
+    let value: AnyValue
+    do {
+      value = try stage.call(input, observedBy: token.observer)
+    } catch {
+      return hopFailed(error, counted: counted, inline: inline, on: thread)
+    }
+    counted?.leave()
+    if inline {
+      slot = consume value
+      baton.completedInline = Phase.succeededInline
+      return drivingThread.store(Self.ranInline(on: thread), ordering: .relaxed)
+    }
+    if finished.load(ordering: .acquiring) { return }  // Cancelled meanwhile: drop the value.
+    var position = Position()
+    swap(&baton.parked, &position)
+    guard let next = position.next() else { return finish(.success(value)) }
+    drive(next, value, from: consume position)
+  }
+
+  private func hopFailed(
+    _ error: any Error, counted: (any InFlightWork)?, inline: Bool, on thread: UInt
+  ) {
+    counted?.leave()
+    guard inline else { return finish(.failure(error)) }
+    baton.failure = error
+    baton.completedInline = Phase.failedInline
+    drivingThread.store(Self.ranInline(on: thread), ordering: .relaxed)
+  }
+
+  /// What a hop's block leaves in `drivingThread` when it ran inside `perform` on `thread`:
+  /// the thread's identity with its low bit set, which no thread's identity has (a thread
+  /// is named by an aligned address), so no other thread's mark can be mistaken for it.
+  @inline(__always)
+  private static func ranInline(on thread: UInt) -> UInt { thread | 1 }
+
+  // MARK: Completions
 
   /// Called once per stage of this run, by its `CallbackCompletion` or `ModifierReport`.
   @usableFromInline

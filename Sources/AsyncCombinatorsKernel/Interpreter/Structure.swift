@@ -86,7 +86,7 @@ extension Program {
         pending.append(pair.first)
       case .sequence(let programs):
         pending.append(contentsOf: programs.reversed())
-      case .callback, .direct, .modifier:
+      case .callback, .direct, .hop, .modifier:
         parts.append(next)
       }
     }
