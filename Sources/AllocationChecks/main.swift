@@ -84,7 +84,7 @@ func paths() -> [Path] {
     Path(name: "synchronous run", limit: 5, units: 1, runs: 10_000) { sync.run(1) },
     Path(name: "+> chain of 3", limit: 7, units: 1, runs: 10_000) { chain.run(1) },
     Path(name: "<> of two", limit: 15, units: 1, runs: 10_000) { pair.run(1) },
-    Path(name: "on(queue)", limit: 8, units: 1, runs: 5_000) { onQueue.run(1) },
+    Path(name: "on(queue)", limit: 7, units: 1, runs: 5_000) { onQueue.run(1) },
     // 17 in most processes, 18 in some: one more allocation per run for the whole process
     // (in every round), seemingly in re-arming the shared timer's dispatch source.
     Path(name: "timeout, not firing", limit: 18, units: 1, runs: 5_000) { timeout.run(1) },
@@ -93,7 +93,7 @@ func paths() -> [Path] {
       map.run(mapInput)
     },
     Path(name: "parallel, per branch", limit: 6, units: branches, runs: 20) { parallel.run(1) },
-    Path(name: "Promise then, per link", limit: 8, units: links, runs: 200) {
+    Path(name: "Promise then, per link", limit: 3, units: links, runs: 200) {
       // Built and run: a link's cost is both.
       var promise = Promise(AsyncFunc<Void, Int>.sync { 0 })
       for _ in 0..<links { promise = promise.then { $0 &+ 1 } }
