@@ -46,8 +46,9 @@ extension AsyncFunc where Output == Bool {
 }
 
 /// The elements whose verdict is `true`, in order; an element whose predicate failed has no
-/// verdict and is left out. A pointer loop, for the reason `FanOutValues.unboxPresent` gives:
-/// `zip(…).filter(…).map(…)` unspecialized costs more than the fold.
+/// verdict and is left out. A loop by index, as `FanOutValues.unboxPresent` is, not
+/// `zip(…).filter(…).map(…)`
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 private func accepted<Element>(_ elements: [Element], _ verdicts: FanOutValues) -> [Element] {
   var count = 0
   for index in 0..<verdicts.count where verdicts.value(at: index, as: Bool.self) == true {

@@ -196,8 +196,8 @@ where Base.Element: Sendable {
     /// Pulls one element from the source and hands it, its end or its error to `storage`;
     /// returns the step that comes next.
     ///
-    /// The element is unwrapped here, where its type is known, and handed over erased: an
-    /// erased optional would be unwrapped through the runtime's value witnesses.
+    /// The element is unwrapped here, where its type is known, and handed over erased, never as an
+    /// erased optional (Performance.md, "What the code's shape buys, and the check that holds it").
     @inlinable
     mutating func pull(into storage: ConcurrentMapStorage, isolation actor: isolated (any Actor)?)
       async -> ConcurrentMapStateMachine.Step

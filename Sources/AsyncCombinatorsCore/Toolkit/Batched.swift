@@ -427,10 +427,10 @@ private final class Batch<Key: Hashable & Sendable, Value: Sendable>: @unchecked
     let token: ObjectIdentifier
   }
 
-  /// The one cancellation handler of the runs waiting on one token: inside a fold every load
-  /// waits on the fold's token, and a handler each would take that token's lock, which every
-  /// element shares, twice per load. It holds the token, so no other token can take its
-  /// identity while it lives.
+  /// The one cancellation handler of the runs waiting on one token: inside a fold every load waits
+  /// on the fold's token, which every element shares
+  /// (Performance.md, "What the code's shape buys, and the check that holds it"). It holds the
+  /// token, so no other token can take its identity while it lives.
   struct Watch {
     let token: CancellationToken
     /// Once registered; `nil` while the run that made the watch registers it.

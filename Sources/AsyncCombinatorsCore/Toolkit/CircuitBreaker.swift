@@ -110,7 +110,8 @@ public final class CircuitBreaker: Sendable, CustomStringConvertible {
       line: line)
     self.name = name
     self.isFailure = isFailure
-    // The default clock read directly, not through the generic one: an outcome reads it.
+    // The default clock read directly, not through the generic one, as every outcome reads it
+    // (Performance.md, "What the code's shape buys, and the check that holds it").
     if let continuous = clock as? ContinuousClock {
       let origin = continuous.now
       now = { origin.duration(to: .now) }

@@ -31,7 +31,9 @@ extension AsyncFunc where Input == Output {
       line: line)
     let timers = TimerClock(clock)
     let label = Label(name: "delay(\(duration))", fileID: #fileID, line: #line)
-    // A step of its own in a trace; erased, so a run wraps no typed closure around it.
+    // A step of its own in a trace; built erased, as the library's modifiers are, not through a
+    // typed initializer
+    // (Performance.md, "What the code's shape buys, and the check that holds it").
     return AsyncFunc(
       program: .make(.stage(label), label: label) { input, token, completion in
         timers.after(duration, token) { expired in

@@ -69,7 +69,8 @@ extension AsyncFunc {
   }
 }
 
-/// What every run of one `hedged` function shares: one reference per run, not five.
+/// What every run of one `hedged` function shares, in one object that each run holds, rather than
+/// each of its fields (Performance.md, "What the code's shape buys, and the check that holds it").
 private final class HedgePlan: Sendable {
   let inner: Program
   let call: String
@@ -293,8 +294,9 @@ private final class HedgedRun: StageParent {
 }
 
 /// The wait before hedge `next`: its timer and its registration on the run's token, kept once
-/// both are made. Its first end acts (see ``HedgedRun/waitEnded(_:)``); the closures that the
-/// timer and the token hold capture the wait alone, which needs no allocation of its own.
+/// both are made. Its first end acts (see ``HedgedRun/waitEnded(_:)``); the closures that the timer
+/// and the token hold capture the wait alone: keep them so
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 ///
 /// `@unchecked Sendable`: its fields are `let`s, and its ``Keeper`` is safe to share.
 private final class HedgeWait: @unchecked Sendable {

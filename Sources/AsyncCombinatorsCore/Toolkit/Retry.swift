@@ -92,8 +92,8 @@ extension AsyncFunc {
   }
 }
 
-/// What every run of one `retry` function shares: one reference per run, where the policy's
-/// fields would be a reference each.
+/// What every run of one `retry` function shares, in one object that each run holds, rather than
+/// each of its fields (Performance.md, "What the code's shape buys, and the check that holds it").
 final class RetryPlan: Sendable {
   let inner: Program
   let call: String
@@ -116,8 +116,8 @@ final class RetryPlan: Sendable {
 /// Each attempt starts the inner program directly and reports to the loop, as a modifier's
 /// inner function reports to its parent: no run of its own, no registration.
 ///
-/// Not generic over the output, which it only passes on: a generic class, and the state nested
-/// in it, would cost a lookup of their type metadata in the runtime's cache on every run.
+/// Not generic over the output, which it only passes on, and neither is the state nested in it
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 final class RetryLoop: StageParent {
   private struct State {
     var attempts = 0

@@ -23,8 +23,9 @@ extension AsyncFunc {
   /// - Returns: A function whose output is this function's result.
   @inlinable
   public func settled() -> AsyncFunc<Input, Result<Output, any Error>> {
-    // Inlinable, so that the settlement and the `Result` it boxes are built with `Output`
-    // known: run generic, each run would ask the runtime for their metadata.
+    // Inlinable, so that the settlement and the `Result` it boxes are built in the caller's module,
+    // with `Output` known
+    // (Performance.md, "What the code's shape buys, and the check that holds it").
     let inner = program
     return AsyncFunc<Input, Result<Output, any Error>>(modifying: inner, call: "settled()") {
       input, token, report in

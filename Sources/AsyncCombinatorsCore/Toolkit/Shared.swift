@@ -72,9 +72,9 @@ extension AsyncFunc {
   }
 }
 
-/// A key of a ``FlightTable``, its type erased, so that the table and its flights are not
-/// generic: code that is not specialized would otherwise ask the runtime for their metadata
-/// at every run. `hash` is the key's own `hashValue`, computed once.
+/// A key of a ``FlightTable``, its type erased, so that the table and its flights are not generic
+/// (Performance.md, "What the code's shape buys, and the check that holds it"). `hash` is the key's
+/// own `hashValue`, computed once.
 struct FlightKey: Hashable, Sendable {
   let value: any Hashable & Sendable
   let hash: Int
@@ -427,8 +427,9 @@ final class Flight: StageParent, @unchecked Sendable {
   func childFailed(_ error: any Error, tag _: Int) { table.landed(self, .failure(error)) }
 }
 
-/// The runs that joined a flight, by seat number in joining order. The first is kept inline,
-/// so a flight of one run needs no array.
+/// The runs that joined a flight, by seat number in joining order. The first is kept apart from the
+/// rest, so that a flight of one run makes no array
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 ///
 /// Invariant: `head`, when present, has a lower number than every seat in `rest`, which is
 /// sorted.

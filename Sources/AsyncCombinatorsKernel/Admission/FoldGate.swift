@@ -7,7 +7,8 @@ package protocol FoldStarter: AnyObject, Sendable {
 /// The gate of a limited fold: its elements take their slots one by one as it admits them.
 ///
 /// Not generic, so that the folds, a layer up, call the admission core's code as this module
-/// compiles it for its one waiter, ``FoldSlots``.
+/// compiles it for its one waiter, ``FoldSlots``: keep it, and its waiter, in this module
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 package final class FoldGate: Sendable {
   private let gate: Admission<FoldSlots>
 

@@ -59,8 +59,9 @@ package final class LimitedFunction: Sendable {
 
 /// One run through a gate (`limit`, `serialized`, a `Limiter`, a `WorkQueue`), from the gate
 /// to the end of its bodies: the waiter in the gate's queue, the count of its bodies in flight
-/// (which frees its slot when quiet), and where its inner function reports. One object per
-/// run for all three.
+/// (which frees its slot when quiet), and where its inner function reports: one object plays all
+/// three parts, and lives in this module, beside the admission core
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 ///
 /// `@unchecked Sendable`: `place` is guarded by the gate's lock. Admission and turning away
 /// happen once and exclusively (the gate decides under its lock); `holdsSlot` is written only

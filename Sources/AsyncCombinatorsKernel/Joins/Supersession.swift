@@ -9,9 +9,9 @@ import Synchronization
 /// through the outbox), so a result judged current just before a newer run began has been
 /// handed over completely before that newer run's result is.
 ///
-/// Not generic over the output: in a class generic over it, the nested state and deliveries
-/// would be generic too, and unspecialized code would ask the runtime's metadata cache for
-/// them at every lock. Results travel erased, to the stage's own completion.
+/// Not generic over the output, and neither are its nested state and deliveries: results travel
+/// erased, to the stage's own completion. Keep generics out of it
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 package final class Supersession: Sendable {
   package init() {}
 

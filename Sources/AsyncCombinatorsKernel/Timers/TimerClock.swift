@@ -8,7 +8,8 @@ import Synchronization
 /// ``TimerSchedulingClock`` (the test clock) schedules each timer itself. Any other clock is
 /// honoured through its `sleep(until:tolerance:)`: one task per pending timer.
 ///
-/// Not generic over the clock, so the code each run executes is not generic either.
+/// Not generic over the clock, so the code each run executes is not generic either
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 package struct TimerClock: Sendable {
   /// `nil` for `ContinuousClock`, whose deadlines are Dispatch uptimes.
   private let customDeadline: (@Sendable (Duration) -> TimerDeadline)?
@@ -141,13 +142,14 @@ package struct TimerDeadline: Sendable {
   }
 }
 
-/// A timer ``TimerDeadline/schedule(_:)`` made, to take it back with. The default clock's
-/// timer is an id, so that copying one is copying a word.
+/// A timer ``TimerDeadline/schedule(_:)`` made, to take it back with. The default clock's timer is
+/// an id, and another clock's is boxed rather than held as an existential
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 package enum ScheduledTimer: Cancellable {
   /// A deadline that never comes: nothing was scheduled.
   case none
   case shared(SharedTimers.Timer)
-  /// Another clock's timer, boxed: a reference is cheaper to copy than an existential.
+  /// Another clock's timer, boxed.
   case custom(CustomTimer)
 
   package final class CustomTimer: Sendable {

@@ -141,9 +141,9 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// `Trampoline`: a chain of tokens nested 100,000 deep is then freed in a loop.
   private var parent: CancellationToken?
   /// The root of this token's tree, whose `cancellationsBegun` counts the cancellations begun
-  /// anywhere in the tree; `nil` for a root. Not retained: the chain of parents holds it for as
-  /// long as this token lives, and a root is shared by every token of a run, so a retain of
-  /// it per child would be one more write to a line every thread touches.
+  /// anywhere in the tree; `nil` for a root. Unowned, which is safe while the chain of parents
+  /// holds the root for as long as this token lives: keep that true. Why it is not a strong
+  /// reference: Performance.md, "What the code's shape buys, and the check that holds it".
   private let root: UnownedReference<CancellationToken>?
   /// On a root: how many cancellations have begun in its tree, which is what a descendant's
   /// cached "not cancelled" is valid for.
@@ -152,8 +152,9 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   /// cancelled: until another cancellation begins in the tree, that still holds.
   private let clearAt = Atomic<UInt>(.max)
   /// What the token carries to its children: the observer, so that tracing follows a run into
-  /// parallel branches, and the deadlines set around the work. Boxed and shared by reference:
-  /// a child copies one reference, and only a traced run or one under a deadline makes a box.
+  /// parallel branches, and the deadlines set around the work. One box, shared by reference with
+  /// the children, and `nil` unless the run is traced or under a deadline: a plain run makes none
+  /// (Performance.md, "What the code's shape buys, and the check that holds it").
   private let context: Context?
 
   private final class Context: Sendable {
@@ -548,7 +549,8 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
   private func removeHandler(_ id: UInt64) {
     guard let table = word.loadObject() else { return }
     // Take the closure out under the lock, release it outside: releasing may run deinits.
-    // It comes out in its entry, as a closure returned on its own would be wrapped in a thunk.
+    // It comes out in its entry, not as a bare closure
+    // (Performance.md, "What the code's shape buys, and the check that holds it").
     let removed = table.state.withLock { state -> Entry? in
       let slot = Int(truncatingIfNeeded: id & 0xFFFF_FFFF)
       guard slot < state.entries.count else { return nil }
@@ -615,7 +617,7 @@ public final class CancellationToken: Cancellable, @unchecked Sendable {
 
   /// A token that is cancelled with this one, and can also be cancelled on its own.
   ///
-  /// The child costs its parent nothing until it gets a handler of its own: its
+  /// The child registers nothing on its parent until it gets a handler of its own: its
   /// ``isCancelled`` reads the parent's state, and only its handlers need a registration on
   /// the parent to hear of the cancellation.
   ///

@@ -60,9 +60,10 @@ struct ConcurrentMapStateMachine: Sendable {
   /// Whether a slot waits for the element's bodies (the storage calls ``slotFreed()``) rather
   /// than for its result: always, unless the limit is unbounded and there is nothing to hold.
   private let countsBodies: Bool
-  /// How many slots must be free before a consumer waiting only for room is woken: a wake-up
-  /// costs a thread hand-off, so it is shared by a few pulls. An output ready, or the end,
-  /// wakes it at once.
+  /// How many slots must be free before a consumer waiting only for room is woken, so that one
+  /// wake-up serves a few pulls
+  /// (Performance.md, "What the code's shape buys, and the check that holds it"). An output ready,
+  /// or the end, wakes it at once.
   private let wakeBatch: Int
 
   /// How many elements the source has produced: the position of the next one.
@@ -271,8 +272,8 @@ struct ConcurrentMapStateMachine: Sendable {
 
   // MARK: The elements
 
-  /// Element `index` produced `value`. Values and errors come apart, not as a `Result`, so
-  /// that no `Result` is built and copied per element.
+  /// Element `index` produced `value`. Values and errors come apart, not as a `Result`
+  /// (Performance.md, "What the code's shape buys, and the check that holds it").
   mutating func elementSucceeded(_ index: Int, _ value: consuming AnyValue) -> Effects {
     var effects = Effects()
     guard failure == nil else { return effects }  // Cancelled with the rest: not reported.

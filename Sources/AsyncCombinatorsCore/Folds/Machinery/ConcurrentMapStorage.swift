@@ -9,8 +9,8 @@ import Synchronization
 /// `Sendable`; no second task has to be woken for every pull. Elements start on one token,
 /// cancelled as a whole when the stream ends early, and report here directly with their
 /// position in the source as their branch, as a fold's elements report to their join: a
-/// single-stage function costs its completion and no run of its own. No task per element, and
-/// no thread ever waits.
+/// single-stage function runs with its completion alone, no run of its own. No task per element,
+/// and no thread ever waits.
 ///
 /// With a limit, each element runs on a count of its bodies in flight (`ElementWork`, as the array fold's), so
 /// its slot comes back when its work is done, not when its result is in: what the array fold
@@ -43,9 +43,9 @@ final class ConcurrentMapStorage: SlotJoin {
 
   // MARK: The consumer
 
-  // The consumer's loop itself is the iterator's `next()`, inlined into the caller so that
-  // the source's `next()` is called with its type known: run unspecialized, every pull would
-  // go through runtime metadata lookups and value-witness calls.
+  // The consumer's loop itself is the iterator's `next()`, inlined into the caller so that the
+  // source's `next()` is called with its type known
+  // (Performance.md, "What the code's shape buys, and the check that holds it").
 
   /// The consumer's next step: pull, hand out an output or the end, or wait.
   @usableFromInline
@@ -59,9 +59,10 @@ final class ConcurrentMapStorage: SlotJoin {
 
   /// The source produced `input`: start it, or queue it; then the consumer's next step.
   ///
-  /// The step is decided under the same lock as the element's arrival, which saves the
-  /// consumer a lock round trip per element. Deciding before the element starts is safe: a
-  /// step of `.wait` is checked again under the lock before the consumer suspends.
+  /// The step is decided under the same lock as the element's arrival, in one critical section
+  /// (Performance.md, "What the code's shape buys, and the check that holds it"). Deciding before
+  /// the element starts is safe: a step of `.wait` is checked again under the lock before the
+  /// consumer suspends.
   @usableFromInline
   func pulled(_ input: consuming AnyValue) -> ConcurrentMapStateMachine.Step {
     let (pulled, step) = machine.withLock { ($0.pulledElement(input), $0.nextStep()) }

@@ -9,8 +9,8 @@ protocol SlotJoin: StageParent {
 /// join at once), the count of its bodies in flight, which gives the element's slot back once
 /// no body of it is left, and the token the element runs on.
 ///
-/// It holds the join as a protocol rather than as a `FanOut<Element>`: a class generic over
-/// the element would cost a lookup of its type metadata in the runtime's cache per element.
+/// It holds the join as a protocol rather than as a `FanOut<Element>`, so that it is not generic
+/// over the element (Performance.md, "What the code's shape buys, and the check that holds it").
 ///
 /// `@unchecked Sendable`, with no lock: `join` is a `let`; `element` is set at `init`, read
 /// by the starter before the element's bodies run, and let go once they are all done.

@@ -33,8 +33,8 @@ import Synchronization
 final class FanOut<Element: Sendable>: SlotJoin {
   typealias Failure = FanOutFailure
   typealias Outcome = FanOutOutcome
-  // The types below live outside this generic class: nested here, each would be generic too,
-  // and code that is not specialized would ask the runtime for their metadata at every lock.
+  // The types below live outside this generic class, so that they are not generic too
+  // (Performance.md, "What the code's shape buys, and the check that holds it").
   private typealias State = FanOutState
   private typealias Next = FanOutNext
 
