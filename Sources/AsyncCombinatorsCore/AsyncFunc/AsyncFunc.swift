@@ -190,7 +190,7 @@ public struct AsyncFunc<Input: Sendable, Output: Sendable>: Sendable {
   ///
   /// Unlike ``run(_:token:completion:)``, the run registers nothing on the token: the run or
   /// join that started the enclosing stage reacts to cancellation itself and delivers
-  /// `CancellationError` at once, so a modifier costs no registration, and none that other
+  /// `CancellationError` at once, so a modifier makes no registration, and none that other
   /// runs on a shared token must step over. `completion` is called once this run is over:
   /// when its last stage has called back, or, if the token is cancelled first, when the stage
   /// that was running then calls back (with `CancellationError`).
@@ -232,8 +232,8 @@ extension AsyncFunc: CustomStringConvertible {
 extension AsyncFunc {
   /// The library's one modifier builder (see `Program.make(_:reporting:)`): a stage described
   /// as a call on `inner`, whose `body` works on erased values and reports through a
-  /// `ModifierReport`, which spares the typed closures a public initializer wraps around every
-  /// run, and the completion object.
+  /// `ModifierReport`: no typed closures around every run, as a public initializer wraps, and
+  /// no completion object (Performance.md, "What the code's shape buys, and the check that holds it").
   @usableFromInline
   init(
     modifying inner: Program, call: String,

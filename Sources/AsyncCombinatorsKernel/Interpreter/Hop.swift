@@ -26,8 +26,8 @@ extension DispatchQueue: BlockPerformer {
 
 /// A synchronous body that runs on a performer: the stage hands the performer one block, which
 /// runs the body there and goes on with the run on the performer's thread. No completion
-/// object, no closure per run beyond the block: a hop costs what a hand-written
-/// `queue.async` does.
+/// object, and the block captures the run alone: everything else it needs travels in the
+/// run's baton (Performance.md, "What the code's shape buys, and the check that holds it").
 ///
 /// Built by `AsyncFunc.sync(on:…)`, and by `on(_:)` around a synchronous stage.
 @usableFromInline

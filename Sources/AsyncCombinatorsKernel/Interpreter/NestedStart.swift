@@ -5,7 +5,8 @@
 /// started directly, with a completion that reports to `parent`; a synchronous stage is called
 /// in place. Anything larger gets a nested `Run`, which registers nothing on the token: the
 /// run or join that started the modifier's stage delivers the cancellation itself. Either
-/// way the modifier costs one small object per run, not a run, a registration and closures.
+/// way the modifier makes one small object per run, not a run, a registration and closures
+/// (Performance.md, "What the code's shape buys, and the check that holds it").
 ///
 /// Whether the started stage counts as work in flight is decided in one place,
 /// `ModifierReport.admitted(on:_:)`, by the `StageCounting` each entry point names: a new start
@@ -149,7 +150,7 @@ extension DirectStage {
 /// A value, kept by the modifier's own `StageParent` object, in place of a
 /// `CallbackCompletion`: the
 /// library's modifiers complete exactly once by construction, so they need no object to
-/// enforce it, and a modifier inside a fold then costs one object per element, not two. A
+/// enforce it (Performance.md, "What the code's shape buys, and the check that holds it"). A
 /// modifier calls exactly one of these, exactly once.
 @usableFromInline
 package struct ModifierReport: Sendable {

@@ -59,7 +59,7 @@ package final class Run: StageParent, @unchecked Sendable {
   }
 
   /// What remains to run after the current stage: the sequence being walked (kept out of the
-  /// stack, so a flat fold costs one index increment per stage) and the frames outside it.
+  /// stack, so that a flat fold walks by index) and the frames outside it.
   private struct Position {
     var sequence: [Program] = []
     var index = 0
@@ -104,7 +104,7 @@ package final class Run: StageParent, @unchecked Sendable {
 
   /// - Parameters:
   ///   - ownsCancellation: Whether cancelling the token finishes this run at once. Branches of a
-  ///     fork-join leave that to the join, which spares a registration per branch.
+  ///     fork-join leave that to the join, which reacts for all of them.
   @usableFromInline
   package init(
     token: CancellationToken, ownsCancellation: Bool,
@@ -113,8 +113,8 @@ package final class Run: StageParent, @unchecked Sendable {
     self.token = token
     self.onFinish = onFinish
     if ownsCancellation {
-      // Strong on purpose: a weak reference would give every run a side table and slow each
-      // retain. `finish` removes the registration, which breaks the cycle.
+      // Strong on purpose, and `finish` removes the registration, which breaks the cycle:
+      // Performance.md, "What the code's shape buys, and the check that holds it".
       cancelRegistration = token.onCancel { self.finish(.failure(CancellationError())) }
     }
   }
@@ -127,7 +127,8 @@ package final class Run: StageParent, @unchecked Sendable {
   // MARK: The loop
 
   /// Runs stages until one suspends or the program ends. `position` is a local, not a
-  /// property, so the hot loop pays no exclusivity checks; it is parked on suspension.
+  /// property, so that the loop's accesses to it need no exclusivity checks; it is parked on
+  /// suspension. Performance.md, "What the code's shape buys, and the check that holds it".
   ///
   /// `start` is consumed: a borrowed position would leave the caller's reference to its stack
   /// alive, and the loop's first pop would then copy the whole stack, once per resumption: a
@@ -374,7 +375,7 @@ package protocol StageParent: AnyObject, Sendable {
 /// The completion handed to one callback stage: it enforces exactly-once.
 ///
 /// A second call is dropped and reported; a completion released uncalled fails the run with
-/// ``ContractViolation`` (from `deinit`, so it costs nothing on the normal path).
+/// ``ContractViolation`` (from `deinit`: a completion that was called has nothing to do there).
 ///
 /// `stage`, `traced` and `counted` are reassigned only when the driving loop
 /// recycles the object for the next stage, which it does only while it holds the sole reference
