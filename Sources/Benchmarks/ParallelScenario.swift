@@ -109,6 +109,9 @@ func reportContractFloor(_ row: String, _ timings: Timings, floor: Int, plain: I
 
 /// Peak memory of one 100,000-branch fan-out, run alone in a child process so that each
 /// figure is its own peak.
+///
+/// `when` is the Promise facade's `when` over promises made with `firstly`, whose blocks hop
+/// to a global queue: the work PromiseKit's `when(fulfilled:)` is measured on in issue 39.
 func runParallelMemory(_ kind: String, branches count: Int = 100_000) {
   let before = peakResidentMegabytes()
   let queue = DispatchQueue(label: "benchmark.memory", attributes: .concurrent)
@@ -121,6 +124,9 @@ func runParallelMemory(_ kind: String, branches count: Int = 100_000) {
     waitFor { done in fold.run(0) { _ in done() } }
   case "dispatch":
     _ = dispatchGroupFanOut(count, on: queue)
+  case "when":
+    let all = when((0..<count).map { index in firstly { index } })
+    waitFor { done in all.always { done() }.error { _ in } }
   default:
     waitFor { done in
       Task {
