@@ -87,8 +87,9 @@ public struct Promise<Value: Sendable>: Sendable {
   public func always(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable () -> Void
   ) -> Promise {
-    // A wrapper, not a link: it runs the chain on the run's token and sees every outcome,
-    // cancellation included, which ends the outer run at once.
+    // A wrapper, not a hop: it runs the chain on the run's token and sees every outcome,
+    // cancellation included, which ends the outer run at once. A hop is a stage of the run,
+    // and a cancelled run's stages never start, so the block is handed to its queue here.
     Promise(
       AsyncFunc(wrapping: chain, call: "always { … }") { _, token, complete in
         chain.run((), token: token) { result in
@@ -117,10 +118,14 @@ public struct Promise<Value: Sendable>: Sendable {
   public func error(
     on queue: DispatchQueue? = nil, _ body: @escaping @Sendable (any Error) -> Void
   ) -> CancellationToken {
-    chain.run { result in
-      guard case .failure(let error) = result, !(error is CancellationError) else { return }
-      (queue ?? blockQueue).async { body(error) }
-    }
+    // The chain's outcome as a value, then one hop: a cancelled run has no outcome to settle,
+    // and its hop never runs.
+    let handled =
+      chain.settled()
+      +> .sync(on: queue ?? blockQueue, name: "error") { result in
+        if case .failure(let error) = result { body(error) }
+      }
+    return handled.run { _ in }
   }
 
   /// Starts the chain and awaits its value. Cancelling the awaiting task cancels the chain.
