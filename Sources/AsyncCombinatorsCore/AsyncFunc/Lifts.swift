@@ -79,7 +79,7 @@ extension AsyncFunc {
     }
     return AsyncFunc(
       program: .hop(
-        HopStage(shape: .stage(label), label: label, performer: performer, body: erased)))
+        HopStage(shape: .stage(label), performer: performer, body: erased)))
   }
 
   /// Lifts an `async` function. It runs in a new `Task`; cancelling the run cancels that task.

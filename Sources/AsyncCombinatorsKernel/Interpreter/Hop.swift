@@ -32,18 +32,18 @@ extension DispatchQueue: BlockPerformer {
 /// Built by `AsyncFunc.sync(on:…)`, and by `on(_:)` around a synchronous stage.
 @usableFromInline
 package final class HopStage: Sendable {
+  /// What descriptions and traces call the stage. A hop cannot break the callback contract,
+  /// so it keeps no label of its own for reports.
   package let shape: Shape
-  package let label: Label
   package let performer: any BlockPerformer
   package let body: @Sendable (AnyValue) throws -> AnyValue
 
   @usableFromInline
   package init(
-    shape: Shape, label: Label, performer: any BlockPerformer,
+    shape: Shape, performer: any BlockPerformer,
     body: @escaping @Sendable (AnyValue) throws -> AnyValue
   ) {
     self.shape = shape
-    self.label = label
     self.performer = performer
     self.body = body
   }
@@ -60,7 +60,7 @@ extension Program {
   package func hopping(to performer: any BlockPerformer, shape: Shape) -> Program? {
     guard case .direct(let stage) = self else { return nil }
     return .hop(
-      HopStage(shape: shape, label: stage.label, performer: performer, body: stage.body))
+      HopStage(shape: shape, performer: performer, body: stage.body))
   }
 }
 
