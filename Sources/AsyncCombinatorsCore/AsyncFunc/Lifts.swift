@@ -13,7 +13,7 @@ extension AsyncFunc {
   /// Lifts a synchronous function, unnamed: it runs on the thread that reaches it, and a throw
   /// is the failure.
   ///
-  /// The same as ``sync(name:fileID:line:_:)`` without a name; its body is built with
+  /// The same as ``sync(on:name:fileID:line:_:)`` without a name; its body is built with
   /// ``SyncBodyBuilder`` so that inline lifts joined by operators type-check quickly.
   ///
   /// ```swift
