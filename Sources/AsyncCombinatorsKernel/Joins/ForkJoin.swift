@@ -12,9 +12,9 @@ import Synchronization
 /// The join takes no lock: each branch writes only its own slot, then counts down with a
 /// releasing decrement; the branch that reaches zero has acquired every other branch's write.
 /// That, the slots' own discipline (``WriteOnceSlots``), and `completion` being taken only by
-/// the winner of `isDone`, are what make the `@unchecked Sendable` safe. `onBranchesCancelled` is
-/// written once, before any branch starts, and read only by the success path, which
-/// happens after every branch started.
+/// the winner of `isDone`, are what make the `@unchecked Sendable` safe. `onBranchesCancelled`
+/// is written once, before any branch starts, and read only by the success path, which happens
+/// after every branch started.
 @usableFromInline
 package final class ForkJoin: StageParent, @unchecked Sendable {
   /// Each branch's value, by branch index, written when its branch delivers.
