@@ -23,20 +23,17 @@ package protocol AdmissionWaiter: AnyObject, Sendable {
 /// is held by nothing of the gate's from that moment. Typed by the waiter, so that following
 /// a link needs no cast.
 ///
-/// Only the `next` links own: a lane holds its first waiter, each waiter the one behind it.
-/// Every other link (`previous`, the watch's links, a lane's and a watch's `last`) points at
-/// a waiter so held, and is `unowned(unsafe)`: it never outlives its target, because
-/// `unlink` clears every link to and from a waiter, under the gate's lock, before anything
-/// lets the waiter go, and the gate's `deinit` follows only the owning links. A
-/// counted link there would add reference counting to every link and unlink, for an
-/// invariant that this one function keeps.
+/// Every link is a counted reference, so no link can outlive the waiter it names. A waiter
+/// linked both ways is held by its neighbours, which hold it back: `unlink` clears every link
+/// to and from a waiter, under the gate's lock, and the gate's `deinit` clears the links of
+/// the waiters still queued, so no such cycle outlives the queue.
 package struct AdmissionPlace<Waiter: AnyObject> {
-  /// The waiter behind this one in its lane; the lane owns its waiters through these links.
+  /// The waiters before and after it in its lane.
   fileprivate var next: Waiter?
-  fileprivate unowned(unsafe) var previous: Waiter?
+  fileprivate var previous: Waiter?
   /// The waiters before and after it on the same token, in arrival order.
-  fileprivate unowned(unsafe) var nextInWatch: Waiter?
-  fileprivate unowned(unsafe) var previousInWatch: Waiter?
+  fileprivate var nextInWatch: Waiter?
+  fileprivate var previousInWatch: Waiter?
   /// The input it will start on, given to it when admitted and dropped when it leaves.
   fileprivate var input: AnyValue = ()
   /// Linked in a lane: neither admitted, turned away nor rejected yet.
@@ -100,9 +97,9 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
   /// holds it reads it only under that lock.
   private final class Watch: @unchecked Sendable {
     let token: ObjectIdentifier
-    /// Its waiters in arrival order, linked through their places; the lanes keep them.
-    unowned(unsafe) var first: Waiter?
-    unowned(unsafe) var last: Waiter?
+    /// Its waiters in arrival order, linked through their places.
+    var first: Waiter?
+    var last: Waiter?
     /// The handler's id on the token, once registered.
     var registration: UInt64?
     /// In the gate's `watches`: false once its last waiter left or its token was cancelled.
@@ -111,12 +108,11 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
     init(token: ObjectIdentifier) { self.token = token }
   }
 
-  /// The waiters of one priority, in arrival order; the lane owns them through `first` and
-  /// each waiter's `next`.
+  /// The waiters of one priority, in arrival order, linked through their places.
   private struct Lane {
     let priority: Int
     var first: Waiter?
-    unowned(unsafe) var last: Waiter?
+    var last: Waiter?
     /// For a CoDel limit: when, on the gate's clock, the lane last saw a short wait; made as
     /// its first waiter queues, since its priority's queue was empty until then.
     var lastShort: Duration = .zero
@@ -468,12 +464,21 @@ package final class Admission<Waiter: AdmissionWaiter>: Sendable {
   }
 
   deinit {
-    // Let the lanes go one waiter at a time: a long chain released at once would recurse.
+    // Breaks the cycles that links both ways make, and lets the lanes go one waiter at a
+    // time: a long chain released at once would recurse.
     state.withLock { state in
+      for watch in state.watches.values {
+        watch.first = nil
+        watch.last = nil
+      }
       for index in state.lanes.indices {
+        state.lanes[index].last = nil
         var next = state.lanes[index].first.take()
         while let waiter = next {
           next = waiter.place.next.take()
+          waiter.place.previous = nil
+          waiter.place.nextInWatch = nil
+          waiter.place.previousInWatch = nil
         }
       }
     }

@@ -11,17 +11,14 @@ import Synchronization
 ///
 /// The join takes no lock: each branch writes only its own slot, then counts down with a
 /// releasing decrement; the branch that reaches zero has acquired every other branch's write.
-/// That discipline, and `completion` being taken only by the winner of `isDone`, are what
-/// make the `@unchecked Sendable` safe. `onBranchesCancelled` is
-/// written once, before any branch starts, and read only by the success path, which
-/// happens after every branch started.
+/// That, the slots' own discipline (``WriteOnceSlots``), and `completion` being taken only by
+/// the winner of `isDone`, are what make the `@unchecked Sendable` safe. `onBranchesCancelled`
+/// is written once, before any branch starts, and read only by the success path, which happens
+/// after every branch started.
 @usableFromInline
 package final class ForkJoin: StageParent, @unchecked Sendable {
-  /// Each branch's value, by branch index. A slot is initialized when its branch delivers
-  /// (`filled` says which), so nothing is written twice and only filled slots are destroyed.
-  private let slots: UnsafeMutablePointer<AnyValue>
-  private let filled: UnsafeMutablePointer<Bool>
-  private let count: Int
+  /// Each branch's value, by branch index, written when its branch delivers.
+  private let slots: WriteOnceSlots<AnyValue>
   private let remaining: Atomic<Int>
   /// Won once, by whichever of success, failure or cancellation completes the join.
   private let isDone = Claim()
@@ -41,21 +38,12 @@ package final class ForkJoin: StageParent, @unchecked Sendable {
     completion: CallbackCompletion,
     assemble: @escaping @Sendable (UnsafeBufferPointer<AnyValue>) -> AnyValue
   ) {
-    slots = .allocate(capacity: count)
-    filled = .allocate(capacity: count)
-    filled.initialize(repeating: false, count: count)
-    self.count = count
+    slots = WriteOnceSlots(count: count)
     remaining = Atomic(count)
     self.branches = branches
     self.link = link
     self.completion = completion
     self.assemble = assemble
-  }
-
-  deinit {
-    for index in 0..<count where filled[index] { (slots + index).deinitialize(count: 1) }
-    slots.deallocate()
-    filled.deallocate()
   }
 
   /// A callback stage that forks `programs` and completes with `assemble` of their values,
@@ -106,14 +94,13 @@ package final class ForkJoin: StageParent, @unchecked Sendable {
   @usableFromInline
   package func childSucceeded(_ value: consuming AnyValue, tag index: Int) {
     guard !isDone.isClaimed else { return }
-    (slots + index).initialize(to: value)
-    filled[index] = true
+    slots.store(value, at: index)
     guard remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0,
       isDone.claim()
     else { return }
     link.remove()
     onBranchesCancelled?.remove()
-    let value = assemble(UnsafeBufferPointer(start: slots, count: count))
+    let value = slots.withAllValues(assemble)
     let completion = completion.take()!
     Trampoline.run { completion.complete(.success(value)) }
   }

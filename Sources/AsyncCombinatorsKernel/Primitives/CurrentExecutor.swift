@@ -20,6 +20,7 @@ package enum CurrentExecutor {
 
   private static var queueLabel: String? {
     #if canImport(Darwin)
+      // Dispatch's Swift overlay offers the current queue's label under this name alone.
       String(cString: __dispatch_queue_get_label(nil))
     #elseif canImport(Glibc) || canImport(Musl)
       dispatchQueueGetLabel.flatMap { $0(nil) }.map { String(cString: $0) }

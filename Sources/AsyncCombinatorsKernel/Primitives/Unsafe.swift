@@ -1,7 +1,8 @@
 // The unsafe code of the interpreter, the trampoline and the timelines, in one place, each
 // piece with the argument that makes it safe. The rest of the library calls the safe
-// interfaces below. (The cancellation token and the admission core keep their own, in their
-// files.) Tests/AsyncCombinatorsTests/Internal/UnsafeTests.swift exercises each piece, the
+// interfaces below. (The cancellation token's unsafe references are in TaggedReference.swift,
+// and the joins' write-once slots in WriteOnceSlots.swift, each with its own argument.)
+// Tests/AsyncCombinatorsTests/Internal/UnsafeTests.swift exercises each piece, the
 // thread-local slot from many threads at once, which ThreadSanitizer checks in CI.
 //
 // Why the unsafe form rather than a safe one: Performance.md, "What the code's shape buys,

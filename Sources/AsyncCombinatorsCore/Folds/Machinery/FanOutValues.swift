@@ -5,59 +5,40 @@ import Synchronization
 /// element's own completion, and read only once the fold has finished.
 ///
 /// Not `[AnyValue?]`: a fold runs unspecialized, where every optional filled with `nil`,
-/// assigned, copied out and destroyed goes through the runtime's value witnesses. Here a slot
-/// is raw memory that a value is moved into, beside a byte that says it is there.
-///
-/// `@unchecked Sendable`: each slot is written by one thread only, the one that completes that
-/// element, once, before it sets the slot's flag with a release; every read of a slot, the
-/// deinitializer's included, first loads its flag with an acquire. Slots are distinct memory,
-/// so completions on different threads never touch the same bytes.
+/// assigned, copied out and destroyed goes through the runtime's value witnesses. The slots are
+/// the kernel's ``WriteOnceSlots``, whose discipline makes the `@unchecked Sendable` safe: its
+/// slots are its only state.
 final class FanOutValues: @unchecked Sendable {
-  let count: Int
-  private let slots: UnsafeMutablePointer<AnyValue>
-  private let flags: UnsafeMutablePointer<Atomic<Bool>>
+  private let slots: WriteOnceSlots<AnyValue>
 
   init(count: Int) {
-    self.count = count
-    slots = .allocate(capacity: count)
-    flags = .allocate(capacity: count)
-    for index in 0..<count { (flags + index).initialize(to: Atomic(false)) }
+    slots = WriteOnceSlots(count: count)
   }
 
-  deinit {
-    for index in 0..<count where isPresent(index) { (slots + index).deinitialize(count: 1) }
-    flags.deinitialize(count: count)
-    slots.deallocate()
-    flags.deallocate()
-  }
-
-  private func isPresent(_ index: Int) -> Bool {
-    flags[index].load(ordering: .acquiring)
-  }
+  var count: Int { slots.count }
 
   /// Moves the output of element `index` in; once per index.
   func store(_ value: consuming AnyValue, at index: Int) {
-    (slots + index).initialize(to: value)
-    flags[index].store(true, ordering: .releasing)
+    slots.store(value, at: index)
   }
 
   /// The output of element `index`, unboxed, or `nil` if it has none (it failed).
   func value<Value>(at index: Int, as _: Value.Type = Value.self) -> Value? {
-    isPresent(index) ? unbox(slots[index], as: Value.self) : nil
+    slots.isWritten(index) ? unbox(slots[index], as: Value.self) : nil
   }
 
   /// The outputs that are there, unboxed, in order: a fold's, whose failed elements left none.
   ///
-  /// A loop over pointers rather than `compactMap`: a fold is generic over its element type and
+  /// A loop over indices rather than `compactMap`: a fold is generic over its element type and
   /// runs unspecialized, and there `compactMap` asks the runtime for the result's type metadata
   /// once per element.
   func unboxPresent<Value>(as _: Value.Type = Value.self) -> [Value] {
     var present = 0
-    for index in 0..<count where isPresent(index) { present += 1 }
+    for index in 0..<count where slots.isWritten(index) { present += 1 }
     return Array(unsafeUninitializedCapacity: present) { buffer, initialized in
       // Bounded by the count as well: every element has reported by the time this runs, but a
       // buffer overrun is not a price to pay for trusting that.
-      for index in 0..<count where initialized < present && isPresent(index) {
+      for index in 0..<count where initialized < present && slots.isWritten(index) {
         (buffer.baseAddress! + initialized).initialize(to: unbox(slots[index], as: Value.self))
         initialized += 1
       }

@@ -7,13 +7,8 @@ import AsyncCombinatorsKernel
 /// slots are live (twice its limit), so the ring stops growing after a few doublings and every
 /// operation is O(1).
 ///
-/// Raw memory rather than an array of an enum with an existential payload: the stream runs
-/// unspecialized, where every copy, assignment and destruction of such an enum goes through
-/// the runtime's value witnesses. A slot is a mark and, when the mark says so, a value moved
-/// in and out.
-///
-/// A class so that it can free what it holds; `@unchecked Sendable` because it is only ever
-/// used as part of the stream's state machine, behind the storage's lock.
+/// A class, so that the state machine mutates it in place; `@unchecked Sendable` because it is
+/// only ever used as part of the stream's state machine, behind the storage's lock.
 final class ReorderWindow: @unchecked Sendable {
   enum Mark: UInt8 {
     /// The element is still running.
@@ -24,9 +19,10 @@ final class ReorderWindow: @unchecked Sendable {
     case skipped
   }
 
-  private var marks: UnsafeMutablePointer<Mark>
-  private var values: UnsafeMutablePointer<AnyValue>
-  private var capacity = 8
+  /// Each slot's mark, and its output when the mark is `value`: apart, so that reading a mark
+  /// copies no output.
+  private var marks = ContiguousArray(repeating: Mark.skipped, count: 8)
+  private var values = ContiguousArray<AnyValue?>(repeating: nil, count: 8)
   /// The ring position of the first slot.
   private var start = 0
   /// How many slots are live.
@@ -34,50 +30,41 @@ final class ReorderWindow: @unchecked Sendable {
   /// The source position of the first slot.
   private(set) var firstIndex = 0
 
-  init() {
-    marks = .allocate(capacity: capacity)
-    values = .allocate(capacity: capacity)
-  }
-
-  deinit {
-    removeAll()
-    marks.deallocate()
-    values.deallocate()
-  }
+  private var mask: Int { marks.count - 1 }
 
   /// The first slot's mark, or `nil` when no slot is live.
   var first: Mark? { count == 0 ? nil : marks[start] }
 
   /// Adds the slot of the next element pulled, which is element `firstIndex + count`: running.
   func appendRunning() {
-    if count == capacity { grow() }
-    marks[(start + count) & (capacity - 1)] = .running
+    if count == marks.count { grow() }
+    marks[(start + count) & mask] = .running
     count += 1
   }
 
   /// The element at `index` in the source, which must be live and running, succeeded.
   func setValue(_ value: consuming AnyValue, at index: Int) {
-    let position = (start + index - firstIndex) & (capacity - 1)
-    (values + position).initialize(to: value)
+    let position = (start + index - firstIndex) & mask
+    values[position] = value
     marks[position] = .value
   }
 
   /// The element at `index` in the source, which must be live and running, is skipped.
   func setSkipped(at index: Int) {
-    marks[(start + index - firstIndex) & (capacity - 1)] = .skipped
+    marks[(start + index - firstIndex) & mask] = .skipped
   }
 
   /// Removes the first slot, which must hold a value, and returns the value.
   func removeFirstValue() -> AnyValue {
     precondition(first == .value, "ReorderWindow: the first slot holds no value")
-    let value = (values + start).move()
+    let value = values[start].take()!
     dropFirst()
     return value
   }
 
   /// Removes the first slot, whatever it holds.
   func removeFirst() {
-    if marks[start] == .value { (values + start).deinitialize(count: 1) }
+    values[start] = nil
     dropFirst()
   }
 
@@ -87,25 +74,23 @@ final class ReorderWindow: @unchecked Sendable {
   }
 
   private func dropFirst() {
-    start = (start + 1) & (capacity - 1)
+    start = (start + 1) & mask
     count -= 1
     firstIndex += 1
   }
 
+  /// Doubles the ring, its live slots first.
   private func grow() {
-    let larger = capacity * 2
-    let newMarks = UnsafeMutablePointer<Mark>.allocate(capacity: larger)
-    let newValues = UnsafeMutablePointer<AnyValue>.allocate(capacity: larger)
+    let larger = marks.count * 2
+    var newMarks = ContiguousArray(repeating: Mark.skipped, count: larger)
+    var newValues = ContiguousArray<AnyValue?>(repeating: nil, count: larger)
     for offset in 0..<count {
-      let old = (start + offset) & (capacity - 1)
+      let old = (start + offset) & mask
       newMarks[offset] = marks[old]
-      if marks[old] == .value { (newValues + offset).moveInitialize(from: values + old, count: 1) }
+      newValues[offset] = values[old].take()
     }
-    marks.deallocate()
-    values.deallocate()
     marks = newMarks
     values = newValues
-    capacity = larger
     start = 0
   }
 }
