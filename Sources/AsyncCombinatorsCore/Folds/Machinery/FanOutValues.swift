@@ -4,10 +4,10 @@ import Synchronization
 /// The outputs of a fold's elements by index: each slot is written at most once, by the
 /// element's own completion, and read only once the fold has finished.
 ///
-/// Not `[AnyValue?]`: a fold runs unspecialized, where every optional filled with `nil`,
-/// assigned, copied out and destroyed goes through the runtime's value witnesses. The slots are
-/// the kernel's ``WriteOnceSlots``, whose discipline makes the `@unchecked Sendable` safe: its
-/// slots are its only state.
+/// Not `[AnyValue?]`, which a fold, running unspecialized, would handle through the runtime at
+/// every slot: Performance.md, "What the code's shape buys, and the check that holds it". The
+/// slots are the kernel's `WriteOnceSlots`, whose discipline makes the `@unchecked Sendable`
+/// safe: its slots are its only state.
 final class FanOutValues: @unchecked Sendable {
   private let slots: WriteOnceSlots<AnyValue>
 
@@ -29,9 +29,7 @@ final class FanOutValues: @unchecked Sendable {
 
   /// The outputs that are there, unboxed, in order: a fold's, whose failed elements left none.
   ///
-  /// A loop over indices rather than `compactMap`: a fold is generic over its element type and
-  /// runs unspecialized, and there `compactMap` asks the runtime for the result's type metadata
-  /// once per element.
+  /// A loop over indices rather than `compactMap`, for the same reason as the slots.
   func unboxPresent<Value>(as _: Value.Type = Value.self) -> [Value] {
     var present = 0
     for index in 0..<count where slots.isWritten(index) { present += 1 }
