@@ -2,7 +2,7 @@ import AsyncCombinatorsCore
 import AsyncCombinatorsKernel
 import Dispatch
 
-// A PromiseKit-style facade written as a client of the library: every file of `Facade/` uses
+// A PromiseKit-style facade written as a client of the library: every file of this module uses
 // only the public API of `AsyncCombinators`, and CI builds them in a module of their own
 // (`.ci/facade-as-client`). A `Promise` is a description of a chain, like the `AsyncFunc` it
 // wraps: every method returns a new one, and nothing runs until `error` (or `value`) starts it.

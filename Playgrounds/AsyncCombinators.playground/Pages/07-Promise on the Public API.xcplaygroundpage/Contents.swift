@@ -48,8 +48,8 @@ example("when, then, then, always") {
 
  `Promise<Value>` holds one `AsyncFunc<Void, Value>` named `chain`. It is a value: each
  method returns a new promise, and building one runs nothing. `then` is `chain +> block`,
- where `block` is a callback stage that hops to a queue and runs your closure. `firstly` is
- such a stage with nothing before it. Nothing has printed yet below: the chain starts at `value` (or `error`), and runs
+ where `block` is a hop, `.sync(on: queue, body)`: one block on the queue runs your closure
+ and the chain goes on there. `firstly` is such a stage with nothing before it. Nothing has printed yet below: the chain starts at `value` (or `error`), and runs
  again at each start.
  */
 example("cold: nothing runs until you ask") {
