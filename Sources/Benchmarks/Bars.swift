@@ -5,8 +5,8 @@ import Synchronization
 ///
 /// Every reported ratio is recorded under its row and baseline; ``printBars()`` then lists
 /// each bar beside the figure this run measured. One run on a shared machine says little
-/// about a row near its bar (the same row moves by 2x between runs): run the benchmark a few
-/// times and read the middle, as the Performance guide does.
+/// about a row near its bar (a row moves between runs by more than most bars allow): run the
+/// benchmark a few times and read the middle, as the Performance guide does.
 private let recorded = Mutex<[String: Double]>([:])
 
 /// Keeps `value` for the bars, under `key`.

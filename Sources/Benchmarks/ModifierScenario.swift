@@ -17,7 +17,7 @@ import Synchronization
 /// too: the median over the rounds of each round's last-width figure against its own
 /// first-width figure. Measured one width after another, a slow spell of the machine that
 /// fell on one width's batch moved every row's growth together, the plain fold's as much as
-/// any (0.47x in one process, 1.65x in the next, for the same binary).
+/// any, by more than any bar allows (Performance.md, "Method").
 ///
 /// `rows`, when given, keeps those rows alone, as `BENCHMARK_MODIFIERS` does.
 func runModifierScenario(
