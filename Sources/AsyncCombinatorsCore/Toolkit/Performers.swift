@@ -5,7 +5,9 @@ extension AsyncFunc {
   /// Starts this function on `performer`: its body runs in the performer's context.
   ///
   /// HoneyBee's `setBlockPerformer`, for one function. What runs after it runs where its
-  /// completion is called; put the next function `on` a performer too when it cares.
+  /// completion is called; put the next function `on` a performer too when it cares. On a
+  /// `.sync` function this is a hop, the stage `sync(on:name:fileID:line:_:)` builds: what
+  /// follows runs on the performer too.
   /// A run cancelled before the performer gets to it never starts.
   ///
   /// ```swift
